@@ -1,0 +1,20 @@
+// Command govledger validates AI-agent handoffs against a registry and a
+// prompt lock, and records every decision in a tamper-evident ledger.
+//
+// Run "govledger --help" for the commands and "govledger --exit-codes" for
+// the exit-code table.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,318 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/govledger/govledger/internal/strictjson"
+	"github.com/govledger/govledger/reason"
+)
+
+// Version is the entry encoding version, the "v" field of every entry.
+const Version = 1
+
+// Entry kinds.
+const (
+	KindHandoff     = "handoff"     // a governed handoff and its decision
+	KindSnapshot    = "snapshot"    // a manifest or lock came into force
+	KindUnblock     = "unblock"     // an operator lifted an AGENT_BLOCKED
+	KindRedaction   = "redaction"   // a payload's bytes were removed; its hash stays
+	KindKeyRotation = "key_rotation" // the checkpoint verifier key changed
+)
+
+// Snapshot "what" values.
+const (
+	SnapshotManifest = "manifest"
+	SnapshotLock     = "lock"
+)
+
+// Hash is a SHA-256 digest. Its text form is 64 lowercase hex digits.
+type Hash [32]byte
+
+// ZeroHash is the prev of the first entry.
+var ZeroHash Hash
+
+// Sum256 returns the SHA-256 of data as a Hash.
+func Sum256(data []byte) Hash { return sha256.Sum256(data) }
+
+// LeafHash returns SHA-256(0x00 || canonical): an entry's hash, equal to its
+// RFC 6962 Merkle leaf hash.
+func LeafHash(canonical []byte) Hash {
+	h := sha256.New()
+	h.Write([]byte{0})
+	h.Write(canonical)
+	var out Hash
+	h.Sum(out[:0])
+	return out
+}
+
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// IsZero reports whether h is all zeros.
+func (h Hash) IsZero() bool { return h == ZeroHash }
+
+// MarshalText encodes h as lowercase hex.
+func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText accepts exactly 64 lowercase hex digits.
+func (h *Hash) UnmarshalText(b []byte) error {
+	p, err := ParseHash(string(b))
+	if err != nil {
+		return err
+	}
+	*h = p
+	return nil
+}
+
+// ErrBadHash is returned by ParseHash for anything but 64 lowercase hex digits.
+var ErrBadHash = errors.New("hash must be 64 lowercase hex digits")
+
+// ParseHash parses 64 lowercase hex digits.
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	if len(s) != 64 {
+		return h, ErrBadHash
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return h, ErrBadHash
+		}
+	}
+	hex.Decode(h[:], []byte(s))
+	return h, nil
+}
+
+// Time is an entry time: UTC, RFC 3339 with up to nine fraction digits and
+// trailing zeros trimmed (time.RFC3339Nano). Parsing accepts only that
+// exact form, so one instant has one text.
+type Time struct{ time.Time }
+
+// MarshalText formats t in UTC as RFC 3339 with nanoseconds.
+func (t Time) MarshalText() ([]byte, error) {
+	return []byte(t.UTC().Format(time.RFC3339Nano)), nil
+}
+
+// UnmarshalText parses the canonical form written by MarshalText.
+func (t *Time) UnmarshalText(b []byte) error {
+	p, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return fmt.Errorf("time: %w", err)
+	}
+	if p.UTC().Format(time.RFC3339Nano) != string(b) {
+		return fmt.Errorf("time %q is not canonical (want UTC, Z, trailing zeros trimmed)", b)
+	}
+	t.Time = p.UTC()
+	return nil
+}
+
+// NullString is a string field that is either absent (omitted), null, or a
+// string. Handoff entries carry their string fields as null where unknown.
+type NullString struct {
+	Set   bool // the field is present in the entry
+	Valid bool // the value is a string, not null
+	S     string
+}
+
+// Str returns a present, non-null NullString.
+func Str(s string) NullString { return NullString{Set: true, Valid: true, S: s} }
+
+// Null returns a present null.
+func Null() NullString { return NullString{Set: true} }
+
+// StrOrNull returns Null() for "" and Str(s) otherwise.
+func StrOrNull(s string) NullString {
+	if s == "" {
+		return Null()
+	}
+	return Str(s)
+}
+
+// IsZero reports whether the field is absent.
+func (n NullString) IsZero() bool { return !n.Set }
+
+// MarshalJSON encodes null or the string.
+func (n NullString) MarshalJSON() ([]byte, error) {
+	if !n.Valid {
+		return []byte("null"), nil
+	}
+	return jsontext.AppendQuote(nil, n.S)
+}
+
+// UnmarshalJSON decodes null or a string.
+func (n *NullString) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if string(b) == "null" {
+		n.Valid, n.S = false, ""
+		return nil
+	}
+	v := jsontext.Value(b)
+	if v.Kind() != '"' {
+		return fmt.Errorf("want string or null, got %s", v.Kind())
+	}
+	s, err := jsontext.AppendUnquote(nil, b)
+	if err != nil {
+		return err
+	}
+	n.Valid, n.S = true, string(s)
+	return nil
+}
+
+func (n NullString) String() string {
+	if !n.Valid {
+		return ""
+	}
+	return n.S
+}
+
+// Entry is one ledger entry. Its stored bytes are its RFC 8785 canonical
+// JSON form (see Canonical); which fields are present depends on Kind, and
+// Validate enforces that.
+type Entry struct {
+	V    int    `json:"v"`
+	Seq  uint64 `json:"seq"`
+	Prev Hash   `json:"prev"`
+	Time Time   `json:"time"`
+	Kind string `json:"kind"`
+
+	// kind "handoff"
+	Format         NullString       `json:"format,omitzero"`
+	Decision       string           `json:"decision,omitzero"`
+	Reasons        *[]reason.Reason `json:"reasons,omitzero"`
+	HandoffID      NullString       `json:"handoff_id,omitzero"`
+	Source         NullString       `json:"source,omitzero"`
+	Target         NullString       `json:"target,omitzero"`
+	WorkflowID     NullString       `json:"workflow_id,omitzero"`
+	PayloadSHA256  *Hash            `json:"payload_sha256,omitzero"`
+	PayloadSize    *int64           `json:"payload_size,omitzero"`
+	ManifestSHA256 *Hash            `json:"manifest_sha256,omitzero"`
+	LockSHA256     *Hash            `json:"lock_sha256,omitzero"`
+	// Blocks lists the agents this entry blocked (HASH_MISMATCH); optional.
+	Blocks []string `json:"blocks,omitzero"`
+	// Inputs records what the decision depended on beyond the payload and
+	// snapshots (parameters and file-system observations), so that verify
+	// can re-evaluate it. Opaque to the ledger; optional.
+	Inputs jsontext.Value `json:"inputs,omitzero"`
+
+	// kind "snapshot"
+	What          string `json:"what,omitzero"`
+	ContentSHA256 *Hash  `json:"content_sha256,omitzero"`
+	Size          *int64 `json:"size,omitzero"`
+
+	// kinds "unblock", "redaction", "key_rotation"
+	Agent       string `json:"agent,omitzero"`        // unblock
+	RedactedSeq uint64 `json:"redacted_seq,omitzero"` // redaction
+	OldKey      string `json:"old_key,omitzero"`      // key_rotation: verifier key in note format, "" for the first
+	NewKey      string `json:"new_key,omitzero"`      // key_rotation
+	Note        string `json:"note,omitzero"`         // unblock, redaction, key_rotation: the operator's reason
+}
+
+// Errors returned by DecodeEntry and Validate.
+var (
+	// ErrMalformed is returned when stored bytes are not a valid entry.
+	ErrMalformed = errors.New("malformed entry")
+	// ErrNotCanonical is returned when stored bytes parse but are not in
+	// canonical form (their hash would not be reproducible).
+	ErrNotCanonical = errors.New("entry bytes are not canonical")
+	// ErrVersionMismatch is returned for an entry with another "v".
+	ErrVersionMismatch = errors.New("entry version mismatch")
+)
+
+// Canonical returns the RFC 8785 canonical bytes of e.
+func (e *Entry) Canonical() ([]byte, error) {
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return strictjson.Canonical(e)
+}
+
+// DecodeEntry parses stored entry bytes strictly: they must be canonical,
+// have known fields only, and pass Validate.
+func DecodeEntry(data []byte) (*Entry, error) {
+	var e Entry
+	if err := strictjson.Unmarshal("", data, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	c, err := strictjson.Canonical(&e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if !bytes.Equal(c, data) {
+		return nil, ErrNotCanonical
+	}
+	return &e, nil
+}
+
+// Validate checks that e has exactly the fields of its kind.
+func (e *Entry) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: seq %d: %s", ErrMalformed, e.Seq, fmt.Sprintf(format, args...))
+	}
+	if e.V != Version {
+		return fmt.Errorf("%w: seq %d has v=%d, want %d", ErrVersionMismatch, e.Seq, e.V, Version)
+	}
+	if e.Seq == 0 {
+		return bad("seq must be >= 1")
+	}
+	if e.Time.IsZero() {
+		return bad("time missing")
+	}
+	handoff := e.Format.Set || e.Decision != "" || e.Reasons != nil || e.HandoffID.Set || e.Source.Set ||
+		e.Target.Set || e.WorkflowID.Set || e.PayloadSHA256 != nil || e.PayloadSize != nil ||
+		e.ManifestSHA256 != nil || e.LockSHA256 != nil || e.Blocks != nil || e.Inputs != nil
+	snapshot := e.What != "" || e.ContentSHA256 != nil || e.Size != nil
+	switch e.Kind {
+	case KindHandoff:
+		if snapshot || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
+			return bad("handoff entry has fields of another kind")
+		}
+		if !e.Format.Set || !e.HandoffID.Set || !e.Source.Set || !e.Target.Set || !e.WorkflowID.Set ||
+			e.Reasons == nil || e.PayloadSHA256 == nil || e.PayloadSize == nil ||
+			e.ManifestSHA256 == nil || e.LockSHA256 == nil {
+			return bad("handoff entry lacks a required field")
+		}
+		if e.Decision != reason.Accepted && e.Decision != reason.Rejected {
+			return bad("decision %q", e.Decision)
+		}
+		if *e.PayloadSize < 0 {
+			return bad("negative payload_size")
+		}
+		if want := reason.Decide(*e.Reasons); want != e.Decision {
+			return bad("decision %q contradicts its reasons (%s)", e.Decision, want)
+		}
+	case KindSnapshot:
+		if handoff || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
+			return bad("snapshot entry has fields of another kind")
+		}
+		if (e.What != SnapshotManifest && e.What != SnapshotLock) || e.ContentSHA256 == nil || e.Size == nil || *e.Size < 0 {
+			return bad("snapshot entry needs what (manifest|lock), content_sha256 and size")
+		}
+	case KindUnblock:
+		if handoff || snapshot || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Agent == "" || e.Note == "" {
+			return bad("unblock entry needs exactly agent and note")
+		}
+	case KindRedaction:
+		if handoff || snapshot || e.Agent != "" || e.OldKey != "" || e.NewKey != "" || e.RedactedSeq == 0 || e.Note == "" {
+			return bad("redaction entry needs exactly redacted_seq and note")
+		}
+		if e.RedactedSeq >= e.Seq {
+			return bad("redaction of a later entry")
+		}
+	case KindKeyRotation:
+		if handoff || snapshot || e.Agent != "" || e.RedactedSeq != 0 || e.NewKey == "" || e.Note == "" {
+			return bad("key_rotation entry needs new_key and note")
+		}
+	default:
+		return bad("unknown kind %q", e.Kind)
+	}
+	return nil
+}
