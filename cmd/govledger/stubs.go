@@ -8,20 +8,14 @@ func stub(name string) *cli.Command {
 	return &cli.Command{Name: name, Hidden: true, Action: func(*cli.Context) error { return usageErr("%s: not built yet", name) }}
 }
 
-func lockCommand(g *globals) *cli.Command        { return stub("lock") }
-func validateCommand(g *globals) *cli.Command    { return stub("validate") }
-func recordCommand(g *globals) *cli.Command      { return stub("record") }
-func verifyCommand(g *globals) *cli.Command      { return stub("verify") }
-func logCommand(g *globals) *cli.Command         { return stub("log") }
-func showCommand(g *globals) *cli.Command        { return stub("show") }
-func traceCommand(g *globals) *cli.Command       { return stub("trace") }
-func exportCommand(g *globals) *cli.Command      { return stub("export") }
-func statsCommand(g *globals) *cli.Command       { return stub("stats") }
-func unblockCommand(g *globals) *cli.Command     { return stub("unblock") }
-func demoCommand(g *globals) *cli.Command        { return stub("demo") }
-func benchCommand(g *globals) *cli.Command       { return stub("bench") }
-func keygenCommand(g *globals) *cli.Command      { return stub("keygen") }
-func checkpointCommand(g *globals) *cli.Command  { return stub("checkpoint") }
-func proveCommand(g *globals) *cli.Command       { return stub("prove") }
-func verifyProofCommand(g *globals) *cli.Command { return stub("verify-proof") }
-func redactCommand(g *globals) *cli.Command      { return stub("redact") }
+func validateCommand(g *globals) *cli.Command { return stub("validate") }
+func recordCommand(g *globals) *cli.Command   { return stub("record") }
+func verifyCommand(g *globals) *cli.Command   { return stub("verify") }
+func logCommand(g *globals) *cli.Command      { return stub("log") }
+func showCommand(g *globals) *cli.Command     { return stub("show") }
+func traceCommand(g *globals) *cli.Command    { return stub("trace") }
+func exportCommand(g *globals) *cli.Command   { return stub("export") }
+func statsCommand(g *globals) *cli.Command    { return stub("stats") }
+func unblockCommand(g *globals) *cli.Command  { return stub("unblock") }
+func demoCommand(g *globals) *cli.Command     { return stub("demo") }
+func benchCommand(g *globals) *cli.Command    { return stub("bench") }

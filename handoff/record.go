@@ -1,0 +1,85 @@
+package handoff
+
+import "github.com/govledger/govledger/reason"
+
+// Format identifies one of the five handoff formats.
+type Format string
+
+// The handoff formats (DESIGN.md, "Handoff formats").
+const (
+	Governed Format = "governed/1" // seed 003: JSON, source_agent/target_agent
+	Swarm    Format = "swarm/2"    // seed 000: YAML, handoff.source.skill/handoff.target.skill
+	Skill    Format = "skill/1"    // seed 002: YAML, handoff.source_skill/handoff.target_skill
+	VBW      Format = "vbw/1"      // seed 001: JSON with "type"; markdown fallback; --from/--to
+	Task     Format = "task/1"     // seed 004: YAML under "## Handoff" in markdown; --from/--to
+)
+
+// Formats lists every format in detection order.
+var Formats = []Format{Governed, Swarm, Skill, VBW, Task}
+
+// AgentRef is an agent as a handoff document names it. Fields the format
+// does not carry are empty.
+type AgentRef struct {
+	ID         string
+	Type       string // governed/1 only
+	Version    string // governed/1 only
+	PromptHash string // as written: bare hex or "sha256:hex"; governed/1 only
+}
+
+// Attestation is the governed/1 "governance" block: claims to check.
+type Attestation struct {
+	SourceAgentVerified *bool
+	TargetAgentVerified *bool
+	CompositionValid    *bool
+	BoundariesRespected *bool
+	AuditTrail          string
+}
+
+// Record is a handoff normalized across formats. Parse always returns one,
+// even for bytes that are not a handoff at all (then Format may be "" and
+// Findings holds UNPARSEABLE or UNKNOWN_FORMAT).
+type Record struct {
+	Format     Format
+	HandoffID  string // "" when the format or document has none
+	Source     AgentRef
+	Target     AgentRef
+	WorkflowID string
+	// Timestamp is the document's own timestamp text as written ("" if none).
+	Timestamp string
+	// RequestType is governed/1 context.request.type ("" otherwise).
+	RequestType string
+	// Attestation is governed/1's governance block (nil otherwise).
+	Attestation *Attestation
+	// Findings are the format's own rule violations, with stable codes.
+	// Governance rules (registry, lock, boundaries) are not checked here.
+	Findings []reason.Reason
+	// Raw is the document exactly as submitted.
+	Raw []byte
+}
+
+// Observation is one fact about the file system that a format rule needed
+// (seed 000 session_path, seed 002 deliverable.location, …). Observations
+// are recorded in the ledger entry so verify can re-evaluate the decision
+// without the files.
+type Observation struct {
+	Op      string `json:"op"`   // "file" (read and hash) or "dir" (list)
+	Path    string `json:"path"` // as written in the document
+	Escapes bool   `json:"escapes,omitzero"`
+	Exists  bool   `json:"exists,omitzero"`
+	IsDir   bool   `json:"is_dir,omitzero"`
+	Size    int64  `json:"size,omitzero"`
+	// SHA256 is the lowercase hex SHA-256 of a file's bytes (op "file").
+	SHA256 string `json:"sha256,omitzero"`
+	// Names are the entries of a directory (op "dir"), sorted.
+	Names []string `json:"names,omitzero"`
+	// Err is why the path could not be read, if it exists but could not be.
+	Err string `json:"err,omitzero"`
+}
+
+// Env answers file-system questions for format rules. Paths are as written
+// in the document; an Env resolves them against its root and reports
+// Escapes for any path that would leave it (including through symlinks).
+type Env interface {
+	// Observe returns what op ("file" or "dir") finds at path.
+	Observe(op, path string) Observation
+}

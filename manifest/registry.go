@@ -1,0 +1,103 @@
+package manifest
+
+// Agent types.
+const (
+	TypeDomain       = "domain"
+	TypeArchetype    = "archetype"
+	TypeOrchestrator = "orchestrator"
+)
+
+// Component is one domain share of an archetype's composition.
+type Component struct {
+	AgentID string `json:"agent_id"`
+	Percent int    `json:"percent"`
+}
+
+// Agent is one registered agent.
+type Agent struct {
+	ID           string      `json:"agent_id"`
+	Type         string      `json:"agent_type"`
+	Version      string      `json:"agent_version"`
+	PromptPath   string      `json:"prompt_path"` // slash-separated, relative to Registry.Dir
+	HandoffTo    []string    `json:"handoff_to,omitempty"`
+	RequestTypes []string    `json:"request_types,omitempty"`
+	Composition  []Component `json:"composition,omitempty"`
+
+	// Skills registries (seed 000) only.
+	AcceptsHandoff     bool     `json:"accepts_handoff,omitempty"`
+	HandoffCategories  []string `json:"handoff_categories,omitempty"`
+	HandoffDescription string   `json:"handoff_description,omitempty"`
+}
+
+// Registry is a loaded, validated agent registry.
+type Registry struct {
+	// Agents in the order they were declared (a skills folder: sorted by path).
+	Agents []Agent
+	// Dir is the folder prompt paths are relative to (OS path).
+	Dir string
+	// FromSkills is true when the registry was loaded from a folder of SKILL.md files.
+	FromSkills bool
+	// Snapshot is the bytes recorded in the ledger as this registry's
+	// snapshot: the manifest file's bytes, or for a skills folder the
+	// canonical JSON of the registry as loaded. ParseSnapshot reads it back.
+	Snapshot []byte
+
+	byID map[string]int
+}
+
+// Agent returns the agent with id, exactly (case-sensitive).
+func (r *Registry) Agent(id string) (*Agent, bool) {
+	if r == nil {
+		return nil, false
+	}
+	if r.byID == nil {
+		r.index()
+	}
+	i, ok := r.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &r.Agents[i], true
+}
+
+func (r *Registry) index() {
+	r.byID = make(map[string]int, len(r.Agents))
+	for i, a := range r.Agents {
+		r.byID[a.ID] = i
+	}
+}
+
+// Allows reports whether a handoff from src to dst is inside the collaboration
+// boundaries (deny by default): dst is in src's handoff_to; or src is an
+// archetype and dst one of its composition domains; or src is an orchestrator;
+// or, in a skills registry, dst accepts handoffs and src declares no
+// handoff_to list of its own. Unknown agents are never allowed.
+func (r *Registry) Allows(src, dst string) bool {
+	s, ok := r.Agent(src)
+	if !ok {
+		return false
+	}
+	d, ok := r.Agent(dst)
+	if !ok {
+		return false
+	}
+	if s.Type == TypeOrchestrator {
+		return true
+	}
+	for _, t := range s.HandoffTo {
+		if t == d.ID {
+			return true
+		}
+	}
+	if s.Type == TypeArchetype {
+		for _, c := range s.Composition {
+			if c.AgentID == d.ID {
+				return true
+			}
+		}
+	}
+	if r.FromSkills && d.AcceptsHandoff && len(s.HandoffTo) == 0 {
+		return true
+	}
+	return false
+}
