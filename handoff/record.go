@@ -50,6 +50,12 @@ type Record struct {
 	RequestType string
 	// Attestation is governed/1's governance block (nil otherwise).
 	Attestation *Attestation
+	// MissingFields lists the dotted paths of required fields the document
+	// lacks, in document order (also reported as SCHEMA_INVALID findings).
+	MissingFields []string
+	// SessionPath is swarm/2 handoff.source.session_path as written ("" for
+	// other formats); SeedError uses it for payload_preserved.
+	SessionPath string
 	// Findings are the format's own rule violations, with stable codes.
 	// Governance rules (registry, lock, boundaries) are not checked here.
 	Findings []reason.Reason

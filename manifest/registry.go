@@ -27,6 +27,11 @@ type Agent struct {
 	AcceptsHandoff     bool     `json:"accepts_handoff,omitempty"`
 	HandoffCategories  []string `json:"handoff_categories,omitempty"`
 	HandoffDescription string   `json:"handoff_description,omitempty"`
+	HandoffTrigger     string   `json:"handoff_trigger,omitempty"`
+	ProtocolVersion    string   `json:"protocol_version,omitempty"`
+	HealthCheck        string   `json:"health_check,omitempty"`
+	Requires           []string `json:"requires,omitempty"`
+	OptionalConsumes   []string `json:"optional_consumes,omitempty"`
 }
 
 // Registry is a loaded, validated agent registry.

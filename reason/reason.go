@@ -43,6 +43,7 @@ const (
 	CountsInconsistent Code = "COUNTS_INCONSISTENT" // vbw/1 qa_result passed+failed != total, failures on PASS
 	AgentsRequired     Code = "AGENTS_REQUIRED"     // vbw/1, task/1 recorded without --from/--to
 	IDConflict         Code = "ID_CONFLICT"         // a handoff_id already accepted with other bytes
+	NewerVersion       Code = "NEWER_VERSION"       // skill/1 version above 1.0: unknown fields ignored (warning)
 )
 
 // Severity grades a Reason.

@@ -1,0 +1,190 @@
+// Package govern joins the pieces of a governed handoff: it reads a
+// submitted document, gathers the file-system facts its format rules need,
+// asks policy for a decision and appends that decision to the ledger.
+//
+// The decision is taken inside the ledger's write transaction from exactly
+// the inputs that are recorded in the entry (payload, snapshots, entry time,
+// parameters, observations), so verify can re-run it later and must get the
+// same answer. File-system facts are gathered before the transaction, once,
+// and replayed into the decision.
+package govern
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/govledger/govledger/handoff"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/lockfile"
+	"github.com/govledger/govledger/manifest"
+	"github.com/govledger/govledger/policy"
+)
+
+// Defaults for Params.
+const (
+	DefaultMaxPayload = 1 << 20
+	DefaultMaxAge     = 24 * time.Hour
+)
+
+// Config is what every decision needs besides the document.
+type Config struct {
+	Registry  *manifest.Registry
+	Lock      *lockfile.Lock
+	LockBytes []byte // the lockfile as read, recorded as the lock snapshot
+	Params    policy.Params
+	// Root is the folder relative paths in documents resolve against; ""
+	// means paths are not checked (validate without a root).
+	Root string
+	// Now is the clock for Validate (Record uses the ledger's clock).
+	Now func() time.Time
+}
+
+// Outcome is the result for one document.
+type Outcome struct {
+	Name     string // the document's name as given (file path or "-")
+	Size     int64
+	SHA256   ledger.Hash
+	Decision *policy.Decision
+	// Appended holds the entries written by Record (snapshots first, the
+	// handoff entry last); nil for Validate.
+	Appended []ledger.Appended
+}
+
+// Entry returns the handoff entry Record appended, or nil.
+func (o *Outcome) Entry() *ledger.Appended {
+	if len(o.Appended) == 0 {
+		return nil
+	}
+	return &o.Appended[len(o.Appended)-1]
+}
+
+// ErrRead is returned when a document cannot be read at all.
+var ErrRead = errors.New("cannot read document")
+
+// Payload is a submitted document: at most max bytes are kept, but the hash
+// and size always cover every byte read.
+type Payload struct {
+	Data   []byte // nil when Size > max
+	Size   int64
+	SHA256 ledger.Hash
+}
+
+// ReadPayload reads r to its end, keeping at most max bytes in memory.
+func ReadPayload(r io.Reader, max int64) (*Payload, error) {
+	h := sha256.New()
+	var buf []byte
+	lw := &limitedBuffer{max: max}
+	n, err := io.Copy(io.MultiWriter(h, lw), r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRead, err)
+	}
+	p := &Payload{Size: n}
+	h.Sum(p.SHA256[:0])
+	if !lw.over {
+		buf = lw.buf
+		if buf == nil {
+			buf = []byte{}
+		}
+		p.Data = buf
+	}
+	return p, nil
+}
+
+type limitedBuffer struct {
+	max  int64
+	buf  []byte
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if !b.over {
+		if int64(len(b.buf))+int64(len(p)) > b.max {
+			b.over, b.buf = true, nil
+		} else {
+			b.buf = append(b.buf, p...)
+		}
+	}
+	return len(p), nil
+}
+
+// observe runs the format rules once against the live file system to learn
+// which facts they need, and returns the recorded inputs.
+func (c *Config) observe(p *Payload) (policy.Inputs, error) {
+	in := policy.Inputs{Params: c.Params}
+	if p.Data == nil || c.Root == "" {
+		return in, nil
+	}
+	env, err := handoff.NewRootEnv(c.Root)
+	if err != nil {
+		return in, fmt.Errorf("root %s: %w", c.Root, err)
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	handoff.Parse(p.Data, handoff.Options{
+		Format: c.Params.Format, From: c.Params.From, To: c.Params.To,
+		Strict: c.Params.Strict, Now: now(), Env: env,
+	})
+	in.Observations = env.Observations()
+	return in, nil
+}
+
+func (c *Config) input(p *Payload, in policy.Inputs, now time.Time, st policy.State) policy.Input {
+	return policy.Input{
+		Payload: p.Data, PayloadSize: p.Size, PayloadSHA256: p.SHA256,
+		Registry: c.Registry, Lock: c.Lock, Now: now, State: st, Inputs: in,
+	}
+}
+
+// Validate decides on p without recording it. st may be nil (no ledger).
+func Validate(c *Config, name string, p *Payload, st policy.State) (*Outcome, error) {
+	in, err := c.observe(p)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	d := policy.Decide(c.input(p, in, now().UTC(), st))
+	return &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256, Decision: d}, nil
+}
+
+// Record decides on p inside the ledger's write transaction and appends
+// the decision, bringing the registry and lock snapshots into force first
+// when they changed. An error means nothing was acknowledged: the outcome
+// of a storage error is unknown until the ledger is reopened and verified.
+func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Payload) (*Outcome, error) {
+	in, err := c.observe(p)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
+	req := &ledger.Request{
+		Snapshots: []ledger.Snapshot{
+			{What: ledger.SnapshotManifest, Bytes: c.Registry.Snapshot},
+			{What: ledger.SnapshotLock, Bytes: c.LockBytes},
+		},
+		Payload: p.Data,
+		Build: func(st ledger.State, e *ledger.Entry) error {
+			pin := c.input(p, in, e.Time.Time, st)
+			d := policy.Decide(pin)
+			if err := d.Fill(e, pin); err != nil {
+				return err
+			}
+			out.Decision = d
+			return nil
+		},
+	}
+	res, err := l.Append(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out.Appended = res.Entries
+	return out, nil
+}

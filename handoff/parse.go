@@ -1,0 +1,371 @@
+package handoff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/govledger/govledger/internal/strictjson"
+	"github.com/govledger/govledger/reason"
+)
+
+// MaxDocumentSize is a defensive cap: Parse refuses larger input with
+// PAYLOAD_TOO_LARGE without reading it. Callers enforce their own, smaller
+// limit (the CLI's --max-payload) before calling Parse.
+const MaxDocumentSize = 32 << 20
+
+// Options control Parse. The zero value detects the format, checks no
+// file-system rule and no expiry.
+type Options struct {
+	// Format forces a format; "" detects it from the content (see Detect).
+	// A file name is never consulted.
+	Format Format
+	// From and To name the source and target agents of vbw/1 and task/1,
+	// whose documents do not carry them (the CLI's --from/--to). Without
+	// them those formats report AGENTS_REQUIRED. For Format "" a non-empty
+	// From or To also enables the vbw/1 markdown fallback (see Detect).
+	From, To string
+	// Strict makes the vbw/1 markdown fallback an error (MARKDOWN_FALLBACK
+	// with severity error) instead of a warning.
+	Strict bool
+	// Now is the ledger clock, used only by format rules (swarm/2
+	// expires_at). The zero time disables those rules.
+	Now time.Time
+	// Env answers the file-system questions of format rules (swarm/2
+	// session_path, skill/1 deliverable.location, task/1 paths). A nil Env
+	// skips those rules entirely (no finding); lexical path rules still
+	// apply.
+	Env Env
+}
+
+// Parse reads one handoff document. It never returns nil and never
+// panics; Raw is data itself. The Record holds the normalized fields and
+// the findings of the format's own rules (see the package documentation
+// for the rules of each format). A normalized field is filled only when
+// its value passed the format's syntax rule for it and is valid UTF-8 of
+// at most MaxFieldLen bytes; otherwise it is "".
+func Parse(data []byte, opts Options) (rec *Record) {
+	rec = &Record{Raw: data}
+	defer func() {
+		if p := recover(); p != nil {
+			// A parser bug must not take the ledger down; the document is
+			// still recorded, rejected.
+			*rec = Record{Format: rec.Format, Raw: data, Findings: []reason.Reason{{
+				Code: reason.Unparseable, Severity: reason.Error,
+				Message: fmt.Sprintf("internal parser failure: %v", p),
+			}}}
+		}
+	}()
+	c := &checker{strict: opts.Strict}
+	defer func() {
+		rec.Findings = c.rs
+		if rec.Findings == nil {
+			rec.Findings = []reason.Reason{}
+		}
+		rec.MissingFields = c.missing
+	}()
+	if len(data) > MaxDocumentSize {
+		c.add(reason.PayloadTooLarge, reason.Error, "", nil, "document of %d bytes exceeds the parser's limit of %d bytes", len(data), MaxDocumentSize)
+		return rec
+	}
+	format := opts.Format
+	if format == "" {
+		f, _, err := Detect(data)
+		switch {
+		case err == nil:
+			format = f
+		case errors.Is(err, ErrUnknownFormat) && (opts.From != "" || opts.To != "") && !looksJSON(data):
+			format = VBW
+		case errors.Is(err, ErrNotText):
+			c.add(reason.Unparseable, reason.Error, "", nil, "%s", notTextReason(data))
+			return rec
+		default:
+			c.add(reason.UnknownFormat, reason.Error, "", nil, "%v", err)
+			return rec
+		}
+	}
+	if !slices.Contains(Formats, format) {
+		c.add(reason.UnknownFormat, reason.Error, "", nil, "unknown format %s (known: %s)", quote(string(format)), formatList(Formats))
+		return rec
+	}
+	rec.Format = format
+	if !utf8.Valid(data) {
+		line, col := strictjson.Position(data, int64(invalidUTF8At(data)))
+		c.add(reason.Unparseable, reason.Error, "", nil, "%d:%d: invalid UTF-8", line, col)
+		return rec
+	}
+	if bytes.HasPrefix(data, bom) {
+		c.add(reason.Unparseable, reason.Error, "", nil, "1:1: byte order mark before the document")
+		return rec
+	}
+	switch format {
+	case Governed:
+		parseGoverned(c, rec, data)
+	case Swarm:
+		parseSwarm(c, rec, data, opts)
+	case Skill:
+		parseSkill(c, rec, data, opts)
+	case VBW:
+		parseVBW(c, rec, data, opts)
+	case Task:
+		parseTask(c, rec, data, opts)
+	}
+	return rec
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+func invalidUTF8At(data []byte) int {
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(data)
+}
+
+func notTextReason(data []byte) string {
+	switch {
+	case len(bytes.TrimSpace(bytes.TrimPrefix(data, bom))) == 0:
+		return "empty document"
+	case !utf8.Valid(data):
+		line, col := strictjson.Position(data, int64(invalidUTF8At(data)))
+		return fmt.Sprintf("%d:%d: invalid UTF-8; not a text document", line, col)
+	default:
+		i := bytes.IndexFunc(data, isControl)
+		line, col := strictjson.Position(data, int64(max(i, 0)))
+		return fmt.Sprintf("%d:%d: control character in the document; not a text document", line, col)
+	}
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f
+}
+
+func formatList(fs []Format) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}
+
+// looksJSON reports whether the first non-space byte opens a JSON object
+// or array: such input is never taken as vbw/1 markdown.
+func looksJSON(data []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+}
+
+var (
+	handoffHeadingRE = regexp.MustCompile(`^##[ \t]+Handoff[ \t]*$`)
+	topHandoffKeyRE  = regexp.MustCompile(`(?m)^handoff[ \t]*:`)
+	sourceSkillKeyRE = regexp.MustCompile(`(?m)^[ \t]+source_skill[ \t]*:`)
+	sourceKeyRE      = regexp.MustCompile(`(?m)^[ \t]+source[ \t]*:`)
+)
+
+var vbwTypes = []string{"scout_findings", "dev_progress", "dev_blocker", "qa_result", "debugger_report"}
+
+// governedKeys are the top-level members that mark a governed/1 document.
+var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "protocol_version"}
+
+// Detect names the format of data from its content alone. The rules, each
+// applied to data (a leading byte order mark ignored):
+//
+//   - governed/1: a JSON object with at least one of the top-level members
+//     handoff_id, source_agent, target_agent, protocol_version (names
+//     compared case-insensitively, so a case-variant document is still
+//     detected and then rejected by the format's exact-case rule).
+//   - vbw/1: a JSON object whose top-level "type" member is a string naming
+//     one of the five vbw/1 message types.
+//   - swarm/2: a YAML mapping whose top-level "handoff" mapping has a
+//     "source" mapping with a "skill" key, or a "version" of "2.0"; when
+//     the YAML does not parse, a top-level "handoff:" line followed by an
+//     indented "source:" line.
+//   - skill/1: a YAML mapping whose top-level "handoff" mapping has a
+//     "source_skill" key; when the YAML does not parse, a top-level
+//     "handoff:" line followed by an indented "source_skill:" line.
+//   - task/1: text with a "## Handoff" heading line outside fenced code
+//     blocks.
+//
+// JSON is read leniently here (duplicates and invalid UTF-8 tolerated) so
+// that a hostile document is still attributed to its format and rejected
+// by that format's strict rules. Exactly one match is the answer. None
+// gives ErrUnknownFormat (ErrNotText for bytes that are empty, not UTF-8,
+// or hold control characters); two or more give ErrAmbiguous. The error is
+// a *DetectError whose Notes say, per format, why it did or did not match.
+// The second result lists the formats that matched.
+//
+// vbw/1's markdown fallback is not a detection rule: Parse applies it when
+// nothing matched, Options.From or Options.To is set, and the text does
+// not start with "{" or "[".
+func Detect(data []byte) (Format, []Format, error) {
+	text := bytes.TrimPrefix(data, bom)
+	if len(bytes.TrimSpace(text)) == 0 {
+		return "", nil, &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
+	}
+	valid := utf8.Valid(text)
+	if valid && bytes.ContainsFunc(text, isControl) && !looksJSON(text) {
+		return "", nil, &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
+	}
+	var matched []Format
+	var notes []string
+	note := func(f Format, ok bool, why string) {
+		if ok {
+			matched = append(matched, f)
+			notes = append(notes, fmt.Sprintf("%s: matched (%s)", f, why))
+		} else {
+			notes = append(notes, fmt.Sprintf("%s: %s", f, why))
+		}
+	}
+	keys, typ, isObj := jsonTopLevel(text)
+	switch {
+	case !isObj:
+		note(Governed, false, "not a JSON object")
+		note(VBW, false, "not a JSON object")
+	default:
+		gk := ""
+		for _, k := range keys {
+			for _, want := range governedKeys {
+				if gk == "" && strings.EqualFold(k, want) {
+					gk = k
+				}
+			}
+		}
+		note(Governed, gk != "", map[bool]string{true: "member " + quote(gk), false: "no handoff_id/source_agent/target_agent/protocol_version member"}[gk != ""])
+		switch {
+		case typ == nil:
+			note(VBW, false, `no string "type" member`)
+		case slices.Contains(vbwTypes, *typ):
+			note(VBW, true, `"type" is `+quote(*typ))
+		default:
+			note(VBW, false, `"type" `+quote(*typ)+" is not one of "+strings.Join(vbwTypes, ", "))
+		}
+	}
+	swarm, skill, why := yamlHandoff(text)
+	note(Swarm, swarm, why)
+	note(Skill, skill, why)
+	if !valid && len(matched) == 0 {
+		return "", nil, &DetectError{Notes: append(notes, "invalid UTF-8"), Err: ErrNotText}
+	}
+	heading := findHandoffHeading(splitLines(text)) >= 0
+	note(Task, heading, map[bool]string{true: `"## Handoff" heading`, false: `no "## Handoff" heading outside code fences`}[heading])
+	switch len(matched) {
+	case 1:
+		return matched[0], matched, nil
+	case 0:
+		return "", nil, &DetectError{Notes: notes, Err: ErrUnknownFormat}
+	}
+	return "", matched, &DetectError{Matched: matched, Notes: notes, Err: ErrAmbiguous}
+}
+
+// yamlHandoff applies the swarm/2 and skill/1 detection rules.
+func yamlHandoff(text []byte) (swarm, skill bool, why string) {
+	root, err := yamlTree(text, 0)
+	if err != nil {
+		if !utf8.Valid(text) || !topHandoffKeyRE.Match(text) {
+			return false, false, "no top-level YAML \"handoff\" mapping"
+		}
+		// Unreadable YAML with a top-level handoff key: attribute it by its
+		// lines so that the format reports the syntax error.
+		if sourceSkillKeyRE.Match(text) {
+			return false, true, `unparsed YAML with "handoff:" and "source_skill:" lines`
+		}
+		if sourceKeyRE.Match(text) {
+			return true, false, `unparsed YAML with "handoff:" and "source:" lines`
+		}
+		return false, false, "top-level \"handoff:\" line without source or source_skill"
+	}
+	h, ok := root.member("handoff")
+	if !ok || h.kind != kObject {
+		return false, false, "no top-level YAML \"handoff\" mapping"
+	}
+	if _, ok := h.member("source_skill"); ok {
+		skill = true
+	}
+	if src, ok := h.member("source"); ok && src.kind == kObject {
+		if _, ok := src.member("skill"); ok {
+			swarm = true
+		}
+	}
+	if v, ok := h.member("version"); ok && v.kind == kString && v.text == "2.0" {
+		swarm = true
+	}
+	switch {
+	case swarm && skill:
+		return true, true, "handoff has both source.skill/version 2.0 and source_skill"
+	case swarm:
+		return true, false, "handoff.source.skill or handoff.version \"2.0\""
+	case skill:
+		return false, true, "handoff.source_skill"
+	}
+	return false, false, "handoff mapping has neither source.skill nor source_skill"
+}
+
+func splitLines(text []byte) []string {
+	return strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n")
+}
+
+func isFence(line string) bool { return strings.HasPrefix(strings.TrimLeft(line, " "), "```") }
+
+// findHandoffHeading returns the index of the first "## Handoff" line
+// outside fenced code blocks, or -1.
+func findHandoffHeading(lines []string) int {
+	in := false
+	for i, l := range lines {
+		if isFence(l) {
+			in = !in
+			continue
+		}
+		if !in && handoffHeadingRE.MatchString(l) {
+			return i
+		}
+	}
+	return -1
+}
+
+// jsonTopLevel reads the top-level member names of a JSON object leniently
+// (duplicate names and invalid UTF-8 allowed, depth unbounded by this
+// reader's own stack: values are skipped, not walked). typ is the "type"
+// member when it is a string. isObj is false when data does not start
+// with a JSON object.
+func jsonTopLevel(data []byte) (keys []string, typ *string, isObj bool) {
+	if !looksJSON(data) {
+		return nil, nil, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(data),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '{' {
+		return nil, nil, false
+	}
+	for dec.PeekKind() == '"' {
+		k, err := dec.ReadToken()
+		if err != nil {
+			break
+		}
+		keys = append(keys, k.String())
+		if k.String() == "type" && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				break
+			}
+			s := v.String()
+			typ = &s
+			continue
+		}
+		if err := dec.SkipValue(); err != nil {
+			break
+		}
+	}
+	return keys, typ, true
+}

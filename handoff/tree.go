@@ -1,0 +1,291 @@
+package handoff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/govledger/govledger/internal/strictjson"
+)
+
+// MaxDepth is the deepest nesting of mappings/objects and sequences/arrays
+// that Parse accepts in any format (RELIABILITY I6).
+const MaxDepth = 32
+
+// kind is the type of a document value after the carrier (JSON or YAML)
+// has been read strictly.
+type kind uint8
+
+const (
+	kNull kind = iota
+	kBool
+	kNumber
+	kString
+	kObject
+	kArray
+)
+
+func (k kind) String() string {
+	return [...]string{"null", "boolean", "number", "string", "mapping", "list"}[k]
+}
+
+// node is one value of a document, with the line and column (1-based,
+// bytes) where it starts. JSON and YAML documents are both read into nodes,
+// so the format rules are written once.
+type node struct {
+	kind      kind
+	text      string // string value, number literal, or "true"/"false"
+	timestamp bool   // YAML plain scalar resolved as !!timestamp (text as written)
+	keys      []string
+	members   map[string]*node
+	items     []*node
+	line, col int
+}
+
+func (n *node) member(key string) (*node, bool) {
+	if n == nil || n.kind != kObject {
+		return nil, false
+	}
+	m, ok := n.members[key]
+	return m, ok
+}
+
+// carrierError is a failure of the carrier syntax (JSON or YAML), reported
+// as UNPARSEABLE.
+type carrierError struct {
+	line, col int
+	msg       string
+}
+
+func (e *carrierError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("%d:%d: %s", e.line, e.col, e.msg)
+	}
+	return e.msg
+}
+
+// jsonTree reads data, which must pass strictjson.Check, into nodes.
+func jsonTree(data []byte) (*node, error) {
+	if err := strictjson.Check("", data); err != nil {
+		var se *strictjson.Error
+		if errors.As(err, &se) {
+			msg := se.Msg
+			if se.Pointer != "" {
+				msg = se.Pointer + ": " + msg
+			}
+			return nil, &carrierError{line: se.Line, col: se.Column, msg: msg}
+		}
+		return nil, &carrierError{msg: err.Error()}
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	return jsonValue(dec, data, 0)
+}
+
+func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
+	off := skipSpace(data, dec.InputOffset())
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return nil, &carrierError{msg: "invalid JSON"}
+	}
+	line, col := strictjson.Position(data, off)
+	n := &node{line: line, col: col}
+	switch tok.Kind() {
+	case 'n':
+		n.kind = kNull
+	case 't', 'f':
+		n.kind, n.text = kBool, strconv.FormatBool(tok.Bool())
+	case '"':
+		n.kind, n.text = kString, tok.String()
+	case '0':
+		n.kind, n.text = kNumber, tok.String()
+	case '{', '[':
+		if depth+1 > MaxDepth {
+			return nil, &carrierError{line: line, col: col, msg: fmt.Sprintf("nesting deeper than %d levels", MaxDepth)}
+		}
+		if tok.Kind() == '[' {
+			n.kind = kArray
+			for dec.PeekKind() != ']' {
+				v, err := jsonValue(dec, data, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				n.items = append(n.items, v)
+			}
+		} else {
+			n.kind, n.members = kObject, map[string]*node{}
+			for dec.PeekKind() != '}' {
+				k, err := dec.ReadToken()
+				if err != nil {
+					return nil, &carrierError{msg: "invalid JSON"}
+				}
+				v, err := jsonValue(dec, data, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				n.keys = append(n.keys, k.String())
+				n.members[k.String()] = v
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, &carrierError{msg: "invalid JSON"}
+		}
+	default:
+		return nil, &carrierError{line: line, col: col, msg: "invalid JSON"}
+	}
+	return n, nil
+}
+
+func skipSpace(data []byte, off int64) int64 {
+	for off < int64(len(data)) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+var (
+	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	decimalIntRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	decimalRE    = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+)
+
+// yamlTree reads exactly one YAML document strictly: no anchors, aliases,
+// explicit tags, merge keys, duplicate or non-string keys, nesting deeper
+// than MaxDepth, or second document. lineOff is added to every line (for a
+// YAML block embedded in a larger file).
+func yamlTree(data []byte, lineOff int) (*node, error) {
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "byte order mark before the YAML document"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "empty YAML document"}
+		}
+		return nil, yamlSyntax(err, lineOff)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, yamlSyntax(err, lineOff)
+		}
+		return nil, &carrierError{line: extra.Line + lineOff, col: extra.Column, msg: "more than one YAML document"}
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "empty YAML document"}
+	}
+	return yamlValue(doc.Content[0], lineOff, 1)
+}
+
+func yamlSyntax(err error, lineOff int) error {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		l, _ := strconv.Atoi(m[1])
+		return &carrierError{line: l + lineOff, col: 1, msg: "invalid YAML: " + m[2]}
+	}
+	return &carrierError{msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
+	line, col := y.Line+lineOff, y.Column
+	bad := func(format string, a ...any) error {
+		return &carrierError{line: line, col: col, msg: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case y.Kind == yaml.AliasNode:
+		return nil, bad("YAML alias *%s is not allowed", y.Value)
+	case y.Anchor != "":
+		return nil, bad("YAML anchor &%s is not allowed", y.Anchor)
+	case y.Style&yaml.TaggedStyle != 0:
+		return nil, bad("explicit YAML tag %s is not allowed", y.Tag)
+	}
+	n := &node{line: line, col: col}
+	switch y.Kind {
+	case yaml.MappingNode, yaml.SequenceNode:
+		if depth > MaxDepth {
+			return nil, bad("nesting deeper than %d levels", MaxDepth)
+		}
+		if y.Kind == yaml.SequenceNode {
+			n.kind = kArray
+			for _, c := range y.Content {
+				v, err := yamlValue(c, lineOff, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				n.items = append(n.items, v)
+			}
+			return n, nil
+		}
+		n.kind, n.members = kObject, map[string]*node{}
+		for i := 0; i+1 < len(y.Content); i += 2 {
+			k, v := y.Content[i], y.Content[i+1]
+			kl, kc := k.Line+lineOff, k.Column
+			switch {
+			case k.Kind == yaml.AliasNode || k.Anchor != "" || k.Style&yaml.TaggedStyle != 0:
+				if _, err := yamlValue(k, lineOff, depth+1); err != nil {
+					return nil, err
+				}
+			case k.Kind != yaml.ScalarNode:
+				return nil, &carrierError{line: kl, col: kc, msg: "mapping key is not a string"}
+			case k.ShortTag() == "!!merge":
+				return nil, &carrierError{line: kl, col: kc, msg: "YAML merge key << is not allowed"}
+			case k.ShortTag() != "!!str":
+				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("mapping key %s is a %s, not a string", quote(k.Value), strings.TrimPrefix(k.ShortTag(), "!!"))}
+			}
+			if _, dup := n.members[k.Value]; dup {
+				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("duplicate key %s", quote(k.Value))}
+			}
+			val, err := yamlValue(v, lineOff, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.keys = append(n.keys, k.Value)
+			n.members[k.Value] = val
+		}
+		return n, nil
+	case yaml.ScalarNode:
+		switch y.ShortTag() {
+		case "!!str":
+			n.kind, n.text = kString, y.Value
+		case "!!timestamp":
+			n.kind, n.text, n.timestamp = kString, y.Value, true
+		case "!!null":
+			n.kind = kNull
+		case "!!bool":
+			n.kind, n.text = kBool, strconv.FormatBool(strings.EqualFold(y.Value, "true"))
+		case "!!int":
+			if !decimalIntRE.MatchString(y.Value) {
+				return nil, bad("integer %s is not in decimal notation", quote(y.Value))
+			}
+			if !safeNumber(y.Value) {
+				return nil, bad("number %s is outside the safe range +-(2^53-1)", quote(y.Value))
+			}
+			n.kind, n.text = kNumber, y.Value
+		case "!!float":
+			if !decimalRE.MatchString(y.Value) {
+				return nil, bad("number %s is not a finite decimal number", quote(y.Value))
+			}
+			if !safeNumber(y.Value) {
+				return nil, bad("number %s is outside the safe range +-(2^53-1)", quote(y.Value))
+			}
+			n.kind, n.text = kNumber, y.Value
+		default:
+			return nil, bad("YAML value of type %s is not allowed", y.ShortTag())
+		}
+		return n, nil
+	}
+	return nil, bad("unexpected YAML node")
+}
+
+func safeNumber(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) <= strictjson.MaxSafeInteger
+}

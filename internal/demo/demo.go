@@ -1,0 +1,291 @@
+// Package demo runs govledger's main job end to end on example data
+// embedded in the binary: a registry, its lock, a dozen handoffs (accepted,
+// hash mismatch, blocked agent, boundary violation, replay, garbage bytes,
+// one of each format), a verify of the ledger, and a verify of a tampered
+// copy. It returns the story; the CLI tells it.
+package demo
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/lockfile"
+	"github.com/govledger/govledger/manifest"
+	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/verify"
+)
+
+//go:embed data
+var data embed.FS
+
+// Epoch is the demo ledger's pinned clock start, so every run prints the
+// same hashes.
+var Epoch = time.Date(2026, 2, 11, 0, 50, 0, 0, time.UTC)
+
+// Origin is the demo ledger's identity.
+const Origin = "govledger.demo/example"
+
+// Step is one handoff submitted in the demo.
+type Step struct {
+	File     string          `json:"file"`
+	Story    string          `json:"story"`
+	Format   string          `json:"format"`
+	Source   string          `json:"source,omitzero"`
+	Target   string          `json:"target,omitzero"`
+	Decision string          `json:"decision,omitzero"`
+	Reasons  []reason.Reason `json:"reasons,omitzero"`
+	Seq      uint64          `json:"seq"`
+	Hash     string          `json:"entry_hash"`
+	Kind     string          `json:"kind"`
+}
+
+// Story is what the demo did.
+type Story struct {
+	Dir         string         `json:"dir"`
+	Registry    string         `json:"registry"`
+	Agents      int            `json:"agents"`
+	Steps       []Step         `json:"steps"`
+	Verified    *verify.Report `json:"verified"`
+	TamperSeq   uint64         `json:"tampered_seq"`
+	TamperWhat  string         `json:"tampered_what"`
+	TamperCheck *verify.Report `json:"tampered_verify"`
+}
+
+type submission struct {
+	file, story string
+	registry    string // "registry" or "skills"
+	from, to    string
+	unblock     string // instead of a document: unblock this agent
+}
+
+var script = []submission{
+	{file: "01-product-to-analysis.json", story: "product hands analysis a hypothesis to test (allowed by handoff_to)", registry: "registry"},
+	{file: "02-thinker-to-technical.json", story: "an archetype delegates to one of its composition domains (sha256: hash form)", registry: "registry"},
+	{file: "03-content-to-security.json", story: "content tries to reach security, outside its boundaries", registry: "registry"},
+	{file: "04-research-hash-mismatch.json", story: "research runs a prompt that is not the reviewed one", registry: "registry"},
+	{file: "05-research-blocked.json", story: "research tries again with the right hash: still blocked", registry: "registry"},
+	{unblock: "domain-01-research", story: "an operator verifies the prompt and lifts the block"},
+	{file: "05-research-blocked.json", story: "the same handoff after the unblock", registry: "registry"},
+	{file: "06-replay-of-01.json", story: "someone replays the first handoff, byte for byte", registry: "registry"},
+	{file: "07-rogue-agent.json", story: "an unregistered agent asks for customer data", registry: "registry"},
+	{file: "08-garbage.bin", story: "bytes that are no handoff at all (still recorded)", registry: "registry"},
+	{file: "09-qa-result.vbw.json", story: "a VBW qa_result message, agents given by --from/--to", registry: "registry", from: "domain-03-technical", to: "domain-02-analysis"},
+	{file: "10-task-handoff.md", story: "a task file's ## Handoff section, orchestrator to content", registry: "registry", from: "orchestrator", to: "domain-04-content"},
+	{file: "11-swarm-to-litpm.yaml", story: "perspective-swarm hands its synthesis to lit-pm (skills registry)", registry: "skills"},
+	{file: "12-researcher-to-synthesizer.yaml", story: "a skill-to-skill handoff with a checksummed deliverable", registry: "skills"},
+	{file: "13-swarm-expired.yaml", story: "a swarm payload past its expires_at", registry: "skills"},
+}
+
+// clock is the demo's pinned ledger clock: one second per reading.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
+
+// Run writes the example data under dir (which must exist and be empty or
+// new), records the script into dir/demo.db, verifies it, then verifies a
+// tampered copy.
+func Run(ctx context.Context, dir string) (*Story, error) {
+	if err := Unpack(dir); err != nil {
+		return nil, err
+	}
+	regs := map[string]*govern.Config{}
+	for _, name := range []string{"registry", "skills"} {
+		cfg, err := Config(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		regs[name] = cfg
+	}
+	clk := &clock{t: Epoch}
+	dbPath := filepath.Join(dir, "demo.db")
+	l, err := ledger.Open(dbPath, &ledger.Options{Now: clk.now, Origin: Origin})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	st := &Story{Dir: dir, Registry: filepath.Join(dir, "registry", "prompt-manifest.json"), Agents: len(regs["registry"].Registry.Agents)}
+	for _, s := range script {
+		if s.unblock != "" {
+			res, err := l.Append(ctx, &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
+				e.Kind, e.Agent, e.Note = ledger.KindUnblock, s.unblock, "prompt verified against the reviewed copy; incident INC-2211"
+				return nil
+			}})
+			if err != nil {
+				return nil, err
+			}
+			a := res.Entries[len(res.Entries)-1]
+			st.Steps = append(st.Steps, Step{Story: s.story, Kind: ledger.KindUnblock, Target: s.unblock, Seq: a.Entry.Seq, Hash: a.Hash.String()})
+			continue
+		}
+		raw, err := Document(s.file)
+		if err != nil {
+			return nil, err
+		}
+		cfg := *regs[s.registry]
+		cfg.Params.From, cfg.Params.To = s.from, s.to
+		p, err := govern.ReadPayload(bytes.NewReader(raw), cfg.Params.MaxPayload)
+		if err != nil {
+			return nil, err
+		}
+		o, err := govern.Record(ctx, l, &cfg, s.file, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.file, err)
+		}
+		a := o.Entry()
+		step := Step{File: s.file, Story: s.story, Kind: ledger.KindHandoff, Decision: o.Decision.Decision,
+			Reasons: o.Decision.Reasons, Seq: a.Entry.Seq, Hash: a.Hash.String()}
+		if r := o.Decision.Record; r != nil {
+			step.Format, step.Source, step.Target = string(r.Format), r.Source.ID, r.Target.ID
+		}
+		st.Steps = append(st.Steps, step)
+	}
+	rep, err := verify.Replay(ctx, verify.LedgerSource(l), verify.Options{Structural: l.Check, Head: l.Head})
+	if err != nil {
+		return nil, err
+	}
+	st.Verified = rep
+	if err := l.Close(); err != nil {
+		return nil, err
+	}
+
+	// An insider with write access edits the recorded target of the first
+	// accepted handoff in a copy of the file.
+	tampered := filepath.Join(dir, "tampered.db")
+	if err := tamper(dbPath, tampered, st); err != nil {
+		return nil, err
+	}
+	tl, err := ledger.Open(tampered, &ledger.Options{ReadOnly: true, NoCreate: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tl.Close()
+	st.TamperCheck, err = verify.Replay(ctx, verify.LedgerSource(tl), verify.Options{Structural: tl.Check, Head: tl.Head})
+	if err != nil && !errors.Is(err, ledger.ErrCorrupt) {
+		return nil, err
+	}
+	return st, nil
+}
+
+// tamper copies src to dst and changes the stored target of the first
+// accepted handoff entry, in place, to an agent of the same length.
+func tamper(src, dst string, st *Story) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	for _, s := range st.Steps {
+		if s.Kind != ledger.KindHandoff || s.Decision != reason.Accepted {
+			continue
+		}
+		old := []byte(`"target":"` + s.Target + `"`)
+		i := bytes.Index(b, old)
+		if i < 0 {
+			continue
+		}
+		repl := []byte(`"target":"` + swapLast(s.Target) + `"`)
+		copy(b[i:], repl)
+		st.TamperSeq, st.TamperWhat = s.Seq, fmt.Sprintf("target %q -> %q", s.Target, swapLast(s.Target))
+		return os.WriteFile(dst, b, 0o600)
+	}
+	return errors.New("demo: nothing to tamper with")
+}
+
+func swapLast(s string) string {
+	b := []byte(s)
+	if b[len(b)-1] == 's' {
+		b[len(b)-1] = 'z'
+	} else {
+		b[len(b)-1] = 's'
+	}
+	return string(b)
+}
+
+// Unpack writes the embedded example data under dir: registry/ (a
+// manifest), skills/ (a skills folder), handoffs/, and root/ (the files the
+// hand-offs refer to).
+func Unpack(dir string) error {
+	return fs.WalkDir(data, "data", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("data", path)
+		out := filepath.Join(dir, filepath.FromSlash(rel))
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := data.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+}
+
+// Document returns an embedded hand-off by file name.
+func Document(name string) ([]byte, error) { return fs.ReadFile(data, "data/handoffs/"+name) }
+
+// Config loads the unpacked registry "registry" or "skills" under dir,
+// locks it (writing dir/NAME-lock.json) and returns a decision config whose
+// root is dir/root.
+func Config(dir, name string) (*govern.Config, error) {
+	root := filepath.Join(dir, "root")
+	path := filepath.Join(dir, name)
+	if name == "registry" {
+		path = filepath.Join(path, "prompt-manifest.json")
+	}
+	reg, err := manifest.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := lockfile.Generate(reg, lockfile.DirOpener(reg.Dir))
+	if err != nil {
+		return nil, err
+	}
+	lockBytes := lk.Marshal()
+	if err := os.WriteFile(filepath.Join(dir, name+"-lock.json"), lockBytes, 0o644); err != nil {
+		return nil, err
+	}
+	return &govern.Config{
+		Registry: reg, Lock: lk, LockBytes: lockBytes, Root: root,
+		Params: policy.Params{MaxAge: int64(govern.DefaultMaxAge), MaxPayload: govern.DefaultMaxPayload},
+	}, nil
+}
+
+var (
+	reTimestamp = regexp.MustCompile(`(?m)^(\s*timestamp:\s*)"[^"]*"`)
+	reExpires   = regexp.MustCompile(`(?m)^(\s*expires_at:\s*)"[^"]*"`)
+	reWorkflow  = regexp.MustCompile(`(?m)^(\s*workflow_id:\s*)"?[^"\n]*"?`)
+	rePayload   = regexp.MustCompile(`(?m)^\s*(payload_hash|payload_size_bytes):.*\n`)
+)
+
+// Retime returns a YAML hand-off (swarm/2, skill/1) with its timestamp set
+// to now, its expiry to now+1h and its workflow id replaced, for
+// generating distinct current documents (bench). The optional swarm/2
+// payload_hash and payload_size_bytes lines are dropped, since they would
+// no longer match.
+func Retime(doc []byte, now time.Time, workflowID string) []byte {
+	doc = rePayload.ReplaceAll(doc, nil)
+	doc = reTimestamp.ReplaceAll(doc, []byte(`${1}"`+now.UTC().Format(time.RFC3339)+`"`))
+	doc = reExpires.ReplaceAll(doc, []byte(`${1}"`+now.UTC().Add(time.Hour).Format(time.RFC3339)+`"`))
+	return reWorkflow.ReplaceAll(doc, []byte(`${1}"`+workflowID+`"`))
+}

@@ -1,0 +1,98 @@
+// Package perf holds the baselines that `govledger bench` compares the
+// ledger with: the same work done with bare bbolt, so a report can state
+// what the ledger's hashing, indexing and checks cost on top of storage.
+package perf
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// rawBucket is the bucket the baselines write and scan.
+var rawBucket = []byte("raw")
+
+// RawBboltAppend appends each value to a fresh bbolt file at path (which
+// must not exist) in its own fsynced db.Update, from writers goroutines
+// sharing one DB, with big-endian NextSequence keys. It returns the wall
+// time of the appends (open and close excluded).
+func RawBboltAppend(path string, values [][]byte, writers int) (time.Duration, error) {
+	if writers < 1 {
+		return 0, fmt.Errorf("perf: writers = %d, want >= 1", writers)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(rawBucket)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	start := time.Now()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(values)) {
+					return
+				}
+				if err := db.Update(func(tx *bolt.Tx) error {
+					b := tx.Bucket(rawBucket)
+					seq, err := b.NextSequence()
+					if err != nil {
+						return err
+					}
+					k := make([]byte, 8)
+					binary.BigEndian.PutUint64(k, seq)
+					return b.Put(k, values[i])
+				}); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	return d, errors.Join(errs...)
+}
+
+// RawBboltScanSHA256 reads every value of the file written by
+// RawBboltAppend in one read transaction and SHA-256s it. It returns the
+// number of values and the wall time of the scan.
+func RawBboltScanSHA256(path string) (n int, d time.Duration, err error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, ReadOnly: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	start := time.Now()
+	var sink [sha256.Size]byte
+	err = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(rawBucket)
+		if b == nil {
+			return fmt.Errorf("perf: %s has no %q bucket", path, rawBucket)
+		}
+		return b.ForEach(func(_, v []byte) error {
+			s := sha256.Sum256(v)
+			sink[0] ^= s[0]
+			n++
+			return nil
+		})
+	})
+	return n, time.Since(start), err
+}

@@ -1,0 +1,592 @@
+package ledger
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Snapshot is a manifest or lock file's bytes (the canonical bytes the
+// caller hashes) to bring into force.
+type Snapshot struct {
+	What  string // SnapshotManifest or SnapshotLock
+	Bytes []byte
+}
+
+// Request is one Append: snapshots to bring into force, then one entry.
+type Request struct {
+	// Snapshots to bring into force before the entry: for each whose
+	// SHA-256 differs from the one in force, a snapshot entry {what,
+	// content_sha256, size} is appended first and the bytes are stored as a
+	// blob. At most one per What.
+	Snapshots []Snapshot
+	// Payload is stored verbatim as a blob keyed by its SHA-256 (nil:
+	// nothing stored, e.g. too large). It requires a handoff entry whose
+	// payload_sha256 and payload_size describe it.
+	Payload []byte
+	// Build is called inside the write transaction with e.V, e.Seq, e.Prev
+	// and e.Time set, and st a view of ledger state as of just before this
+	// entry (including earlier entries of the same commit and this request's
+	// snapshots). It sets Kind and the kind's fields, and must not change
+	// the four fields already set. It must be pure and fast: it runs while
+	// the commit holds the write lock. A Build error fails only this
+	// request; nothing of it is written. Build may be nil when the request
+	// only brings snapshots into force. Build may not make snapshot entries.
+	Build func(st State, e *Entry) error
+}
+
+// State is the ledger's derived state, as Build sees it.
+type State interface {
+	// Accepted returns the first accepted handoff entry with handoffID and
+	// its payload hash.
+	Accepted(handoffID string) (seq uint64, payload Hash, ok bool)
+	// Blocked returns the entry that blocked agent (the latest handoff
+	// entry listing it in "blocks" since the last unblock of it and the
+	// last lock snapshot).
+	Blocked(agent string) (seq uint64, ok bool)
+	// InForce returns the content hashes of the snapshots in force; ok is
+	// false until both a manifest and a lock snapshot were recorded.
+	InForce() (manifest, lock Hash, ok bool)
+}
+
+// Result lists what an Append wrote: snapshot entries first, then the
+// entry. It is empty when nothing needed writing.
+type Result struct{ Entries []Appended }
+
+// Appended is one written entry.
+type Appended struct {
+	Entry *Entry
+	Raw   []byte // canonical bytes, as stored
+	Hash  Hash   // LeafHash(Raw)
+}
+
+// Last returns the request's own entry (the last one), or nil.
+func (r *Result) Last() *Appended {
+	if r == nil || len(r.Entries) == 0 {
+		return nil
+	}
+	return &r.Entries[len(r.Entries)-1]
+}
+
+const (
+	queued int32 = iota
+	taken
+	cancelled
+)
+
+type pending struct {
+	req   *Request
+	state atomic.Int32
+	done  chan struct{}
+	res   *Result
+	err   error
+}
+
+// Append records req and returns once its entries are durable (committed
+// and fsynced). Concurrent Appends share commits. ctx is honoured while the
+// request waits for a commit; once a commit has taken it, Append waits for
+// that commit's outcome so that the answer is never ambiguous.
+//
+// Errors: the Build error or a validation error (ErrMalformed, ...) for this
+// request alone; ErrReadOnly, ErrClosed; ErrFailed after an earlier failed
+// commit; and a commit's own error (e.g. an I/O error, ErrCorrupt), after
+// which the entries may or may not be on disk and the Ledger refuses writes
+// until reopened.
+func (l *Ledger) Append(ctx context.Context, req *Request) (*Result, error) {
+	if l.readOnly {
+		return nil, ErrReadOnly
+	}
+	if req == nil {
+		return nil, errors.New("ledger: nil Request")
+	}
+	var seen [2]bool
+	for _, s := range req.Snapshots {
+		i := 0
+		switch s.What {
+		case SnapshotManifest:
+		case SnapshotLock:
+			i = 1
+		default:
+			return nil, fmt.Errorf("%w: snapshot what %q", ErrMalformed, s.What)
+		}
+		if seen[i] {
+			return nil, fmt.Errorf("%w: two %s snapshots in one request", ErrMalformed, s.What)
+		}
+		seen[i] = true
+		if s.Bytes == nil {
+			return nil, fmt.Errorf("%w: %s snapshot without bytes", ErrMalformed, s.What)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := &pending{req: req, done: make(chan struct{})}
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return nil, ErrClosed
+	case l.failed != nil:
+		err := l.failed
+		l.mu.Unlock()
+		return nil, fmt.Errorf("%w (%v)", ErrFailed, err)
+	}
+	l.queue = append(l.queue, p)
+	l.cond.Signal()
+	l.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if p.state.CompareAndSwap(queued, cancelled) {
+			return nil, ctx.Err()
+		}
+		<-p.done
+	}
+	return p.res, p.err
+}
+
+// committer drains the queue in batches of up to maxBatch requests, each
+// batch one write transaction.
+func (l *Ledger) committer() {
+	defer close(l.done)
+	for {
+		l.mu.Lock()
+		for len(l.queue) == 0 && !l.closed {
+			l.cond.Wait()
+		}
+		if len(l.queue) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		n := min(len(l.queue), l.maxBatch)
+		batch := make([]*pending, 0, n)
+		for _, p := range l.queue[:n] {
+			if p.state.CompareAndSwap(queued, taken) {
+				batch = append(batch, p)
+			}
+		}
+		l.queue = append(l.queue[:0:0], l.queue[n:]...)
+		failed := l.failed
+		l.mu.Unlock()
+		if failed != nil {
+			for _, p := range batch {
+				p.err = fmt.Errorf("%w (%v)", ErrFailed, failed)
+				close(p.done)
+			}
+			continue
+		}
+		if len(batch) > 0 {
+			l.commit(batch)
+		}
+	}
+}
+
+// fatalError aborts a whole commit.
+type fatalError struct{ err error }
+
+func (f *fatalError) Error() string { return f.err.Error() }
+func (f *fatalError) Unwrap() error { return f.err }
+
+func (l *Ledger) commit(batch []*pending) {
+	var fnErr error
+	written := 0
+	err := func() (err error) {
+		defer recoverCorrupt(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		return l.db.Update(func(tx *bolt.Tx) error {
+			w, err := newWriter(tx, l.now)
+			if err != nil {
+				fnErr = err
+				return err
+			}
+			for _, p := range batch {
+				p.res, p.err = w.apply(p.req)
+				if f := (*fatalError)(nil); errors.As(p.err, &f) {
+					fnErr = f.err
+					return f.err
+				}
+				if p.err == nil {
+					written += len(p.res.Entries)
+				}
+			}
+			return nil
+		})
+	}()
+	if err != nil {
+		if fnErr == nil || errors.Is(err, ErrCorrupt) {
+			// The commit itself failed (I/O error, disk full, panic): its
+			// outcome is unknown. Refuse writes until a reopen decides.
+			l.mu.Lock()
+			l.failed = err
+			l.mu.Unlock()
+			err = fmt.Errorf("ledger %s: commit: %w", l.path, err)
+		}
+		for _, p := range batch {
+			p.res, p.err = nil, err
+		}
+	} else {
+		l.commits.Add(1)
+		l.entries.Add(uint64(written))
+	}
+	for _, p := range batch {
+		close(p.done)
+	}
+}
+
+// writer applies requests inside one write transaction.
+type writer struct {
+	tx                          *bolt.Tx
+	meta, entries, blobs, tree  *bolt.Bucket
+	accepted, blocked, redacted *bolt.Bucket
+	now                         func() time.Time
+	seq                         uint64
+	head                        Hash
+	last                        time.Time
+	manifest, lock              Hash
+	hasManifest, hasLock        bool
+}
+
+func newWriter(tx *bolt.Tx, now func() time.Time) (*writer, error) {
+	w := &writer{tx: tx, now: now,
+		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
+		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
+		redacted: tx.Bucket(bucketRedacted)}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
+		}
+	}
+	var err error
+	if w.seq, w.head, err = readHead(w.meta); err != nil {
+		return nil, err
+	}
+	if w.seq > 0 {
+		raw := w.entries.Get(be64(w.seq))
+		if raw == nil {
+			return nil, fmt.Errorf("%w: meta head seq %d has no entry", ErrCorrupt, w.seq)
+		}
+		if LeafHash(raw) != w.head {
+			return nil, fmt.Errorf("%w: meta head hash differs from entry %d", ErrCorrupt, w.seq)
+		}
+		e, err := DecodeEntry(raw)
+		if err != nil {
+			return nil, &RecordError{Seq: w.seq, Op: "decode head", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		}
+		w.last = e.Time.Time
+	}
+	if k, _ := w.entries.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) != w.seq) {
+		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ErrCorrupt, k, w.seq)
+	}
+	w.manifest, w.hasManifest = readHash(w.meta, metaManifest)
+	w.lock, w.hasLock = readHash(w.meta, metaLock)
+	return w, nil
+}
+
+func readHash(b *bolt.Bucket, key []byte) (Hash, bool) {
+	var h Hash
+	v := b.Get(key)
+	if len(v) != len(h) {
+		return h, false
+	}
+	copy(h[:], v)
+	return h, true
+}
+
+// item is an entry ready to write.
+type item struct {
+	e    *Entry
+	raw  []byte
+	hash Hash
+	blob []byte // bytes to store under their SHA-256, or nil
+}
+
+// apply validates and writes one request. A plain error fails the request
+// (nothing written); a *fatalError aborts the commit.
+func (w *writer) apply(req *Request) (*Result, error) {
+	now := w.now().UTC().Round(0)
+	if now.Before(w.last) {
+		now = w.last
+	}
+	st := &state{w: w, manifest: w.manifest, lock: w.lock, hasManifest: w.hasManifest, hasLock: w.hasLock}
+	seq, prev := w.seq, w.head
+	var items []item
+	for _, s := range req.Snapshots {
+		sum := Sum256(s.Bytes)
+		cur, has := &st.manifest, &st.hasManifest
+		if s.What == SnapshotLock {
+			cur, has = &st.lock, &st.hasLock
+		}
+		if *has && *cur == sum {
+			continue
+		}
+		size := int64(len(s.Bytes))
+		e := &Entry{V: Version, Seq: seq + 1, Prev: prev, Time: Time{now}, Kind: KindSnapshot,
+			What: s.What, ContentSHA256: &sum, Size: &size}
+		it, err := encode(e)
+		if err != nil {
+			return nil, err
+		}
+		it.blob = s.Bytes
+		items = append(items, it)
+		*cur, *has = sum, true
+		if s.What == SnapshotLock {
+			st.clearedBlocked = true
+		}
+		seq, prev = seq+1, it.hash
+	}
+	if req.Build != nil {
+		e := &Entry{V: Version, Seq: seq + 1, Prev: prev, Time: Time{now}}
+		if err := callBuild(req.Build, st, e); err != nil {
+			return nil, err
+		}
+		if st.err != nil {
+			return nil, &fatalError{st.err}
+		}
+		if e.V != Version || e.Seq != seq+1 || e.Prev != prev || !e.Time.Equal(now) {
+			return nil, fmt.Errorf("%w: Build changed v, seq, prev or time", ErrMalformed)
+		}
+		if e.Kind == KindSnapshot {
+			return nil, fmt.Errorf("%w: snapshot entries come from Request.Snapshots, not Build", ErrMalformed)
+		}
+		it, err := encode(e)
+		if err != nil {
+			return nil, err
+		}
+		if req.Payload != nil {
+			if e.Kind != KindHandoff || *e.PayloadSHA256 != Sum256(req.Payload) || *e.PayloadSize != int64(len(req.Payload)) {
+				return nil, fmt.Errorf("%w: Payload given but the entry's payload_sha256/payload_size do not describe it", ErrMalformed)
+			}
+			if int64(len(req.Payload)) > bolt.MaxValueSize {
+				return nil, fmt.Errorf("%w: payload of %d bytes is too large to store", ErrMalformed, len(req.Payload))
+			}
+			it.blob = req.Payload
+		}
+		if e.Kind == KindRedaction {
+			t, err := w.entry(e.RedactedSeq)
+			if err != nil {
+				return nil, err
+			}
+			if t.Kind != KindHandoff {
+				return nil, fmt.Errorf("seq %d is a %s entry: %w", e.RedactedSeq, t.Kind, ErrNotRedactable)
+			}
+		}
+		items = append(items, it)
+	}
+	res := &Result{}
+	for _, it := range items {
+		if err := w.put(it); err != nil {
+			return nil, &fatalError{err}
+		}
+		res.Entries = append(res.Entries, Appended{Entry: it.e, Raw: it.raw, Hash: it.hash})
+	}
+	return res, nil
+}
+
+// encode validates e and returns its canonical bytes and hash. The bytes
+// must decode back to e (so every stored entry is readable) and e's index
+// strings must be storable as keys.
+func encode(e *Entry) (item, error) {
+	raw, err := e.Canonical()
+	if err != nil {
+		return item{}, err
+	}
+	if _, err := DecodeEntry(raw); err != nil {
+		return item{}, fmt.Errorf("entry would not decode: %w", err)
+	}
+	for _, a := range e.Blocks {
+		if a == "" || len(a) > maxIndexedString {
+			return item{}, fmt.Errorf("%w: seq %d: blocks entry of %d bytes (want 1-%d)", ErrMalformed, e.Seq, len(a), maxIndexedString)
+		}
+	}
+	if len(e.Agent) > maxIndexedString {
+		return item{}, fmt.Errorf("%w: seq %d: agent of %d bytes (want <= %d)", ErrMalformed, e.Seq, len(e.Agent), maxIndexedString)
+	}
+	return item{e: e, raw: raw, hash: LeafHash(raw)}, nil
+}
+
+// entry reads and decodes a stored entry inside the transaction.
+func (w *writer) entry(seq uint64) (*Entry, error) {
+	raw := w.entries.Get(be64(seq))
+	if raw == nil {
+		return nil, fmt.Errorf("seq %d: %w", seq, ErrNotFound)
+	}
+	e, err := DecodeEntry(raw)
+	if err != nil {
+		return nil, &fatalError{&RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}}
+	}
+	return e, nil
+}
+
+// put writes one entry and everything derived from it.
+func (w *writer) put(it item) error {
+	e := it.e
+	key := be64(e.Seq)
+	if e.Seq != w.seq+1 || w.entries.Get(key) != nil {
+		return fmt.Errorf("%w: entry %d already exists", ErrCorrupt, e.Seq)
+	}
+	if err := w.entries.Put(key, it.raw); err != nil {
+		return err
+	}
+	hashes, err := tlog.StoredHashesForRecordHash(int64(e.Seq-1), tlog.Hash(it.hash), treeReader(w.tree))
+	if err != nil {
+		return err
+	}
+	base := tlog.StoredHashIndex(0, int64(e.Seq-1))
+	for i, h := range hashes {
+		if err := w.tree.Put(be64(uint64(base)+uint64(i)), clone(h[:])); err != nil {
+			return err
+		}
+	}
+	if it.blob != nil {
+		sum := Sum256(it.blob)
+		if w.blobs.Get(sum[:]) == nil {
+			if err := w.blobs.Put(sum[:], append(make([]byte, 0, len(it.blob)), it.blob...)); err != nil {
+				return err
+			}
+		}
+	}
+	for name, keys := range indexKeys(e) {
+		b := w.tx.Bucket([]byte(name))
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.derive(e); err != nil {
+		return err
+	}
+	w.seq, w.head, w.last = e.Seq, it.hash, e.Time.Time
+	return w.meta.Put(metaHead, cat(key, it.hash[:]))
+}
+
+// derive maintains the state tables that follow from e.
+func (w *writer) derive(e *Entry) error {
+	switch e.Kind {
+	case KindHandoff:
+		if e.Decision == "accepted" && e.HandoffID.Valid {
+			k := Sum256([]byte(e.HandoffID.S))
+			if w.accepted.Get(k[:]) == nil {
+				if err := w.accepted.Put(k[:], cat(be64(e.Seq), e.PayloadSHA256[:])); err != nil {
+					return err
+				}
+			}
+		}
+		for _, a := range e.Blocks {
+			if err := w.blocked.Put([]byte(a), be64(e.Seq)); err != nil {
+				return err
+			}
+		}
+	case KindUnblock:
+		if err := w.blocked.Delete([]byte(e.Agent)); err != nil {
+			return err
+		}
+	case KindSnapshot:
+		key := metaManifest
+		if e.What == SnapshotLock {
+			key = metaLock
+			if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
+				return err
+			}
+			b, err := w.tx.CreateBucket(bucketBlocked)
+			if err != nil {
+				return err
+			}
+			w.blocked = b
+			w.lock, w.hasLock = *e.ContentSHA256, true
+		} else {
+			w.manifest, w.hasManifest = *e.ContentSHA256, true
+		}
+		if err := w.meta.Put(key, clone(e.ContentSHA256[:])); err != nil {
+			return err
+		}
+	case KindRedaction:
+		t, err := w.entry(e.RedactedSeq)
+		if err != nil {
+			return err
+		}
+		if err := w.blobs.Delete(t.PayloadSHA256[:]); err != nil {
+			return err
+		}
+		if err := w.redacted.Put(clone(t.PayloadSHA256[:]), be64(e.Seq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// treeReader reads stored tlog hashes from the tree bucket.
+func treeReader(b *bolt.Bucket) tlog.HashReaderFunc {
+	return func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			v := b.Get(be64(uint64(x)))
+			if len(v) != len(tlog.Hash{}) {
+				return nil, fmt.Errorf("%w: tree hash %d is %d bytes", ErrCorrupt, x, len(v))
+			}
+			copy(out[i][:], v)
+		}
+		return out, nil
+	}
+}
+
+// state is the State given to Build.
+type state struct {
+	w                    *writer
+	manifest, lock       Hash
+	hasManifest, hasLock bool
+	clearedBlocked       bool  // a lock snapshot of this request cleared the table
+	err                  error // malformed stored state seen by a lookup
+}
+
+func (s *state) Accepted(id string) (uint64, Hash, bool) {
+	k := Sum256([]byte(id))
+	v := s.w.accepted.Get(k[:])
+	var h Hash
+	if v == nil {
+		return 0, h, false
+	}
+	if len(v) != 40 {
+		s.err = fmt.Errorf("%w: idx_accepted value is %d bytes", ErrCorrupt, len(v))
+		return 0, h, false
+	}
+	copy(h[:], v[8:])
+	return binary.BigEndian.Uint64(v), h, true
+}
+
+func (s *state) Blocked(agent string) (uint64, bool) {
+	if s.clearedBlocked || agent == "" || len(agent) > maxIndexedString {
+		return 0, false
+	}
+	v := s.w.blocked.Get([]byte(agent))
+	if v == nil {
+		return 0, false
+	}
+	if len(v) != 8 {
+		s.err = fmt.Errorf("%w: blocked value is %d bytes", ErrCorrupt, len(v))
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(v), true
+}
+
+func (s *state) InForce() (manifest, lock Hash, ok bool) {
+	return s.manifest, s.lock, s.hasManifest && s.hasLock
+}
+
+// callBuild runs a caller's Build, turning its panic into this request's
+// error.
+func callBuild(build func(State, *Entry) error, st State, e *Entry) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("ledger: Build panicked: %v", r)
+		}
+	}()
+	return build(st, e)
+}

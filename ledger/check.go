@@ -1,0 +1,512 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Finding is one structural inconsistency found by Check. Seq is the entry
+// concerned, or 0 when none is. Want and Got are the expected and the stored
+// value (or a description), as text.
+type Finding struct {
+	Seq  uint64
+	Kind string // one of the Find* constants
+	Want string
+	Got  string
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("seq %d: %s: want %s, got %s", f.Seq, f.Kind, f.Want, f.Got)
+}
+
+// Finding kinds.
+const (
+	FindUnknownBucket = "unknown_bucket"    // a bucket the format does not have
+	FindMissingBucket = "missing_bucket"    // a bucket of the format is absent
+	FindUnknownKey    = "unknown_key"       // a key (or nested bucket) the format does not have
+	FindBadValue      = "bad_value"         // a stored value of the wrong shape
+	FindSeqGap        = "seq_gap"           // entry keys are not 1, 2, 3, ...
+	FindUndecodable   = "undecodable"       // entry bytes do not decode (DecodeEntry)
+	FindSeqMismatch   = "seq_mismatch"      // an entry's seq differs from its key
+	FindPrevLink      = "prev_link"         // an entry's prev is not the previous entry's hash
+	FindTimeOrder     = "time_order"        // an entry's time is before the previous one's
+	FindMetaHead      = "meta_head"         // meta head is not the last entry
+	FindTreeHash      = "tree_hash"         // a stored tree hash differs from the recomputed one
+	FindTreeExtra     = "tree_extra"        // a stored tree hash beyond the tree
+	FindIndexMissing  = "index_missing"     // an index key the chain implies is absent
+	FindIndexExtra    = "index_extra"       // an index key no entry implies
+	FindAccepted      = "accepted_state"    // idx_accepted differs from the chain
+	FindBlocked       = "blocked_state"     // the blocked table differs from the chain
+	FindRedacted      = "redacted_state"    // the redacted table differs from the chain
+	FindInForce       = "in_force"          // meta's snapshots in force differ from the chain
+	FindBlobHash      = "blob_hash"         // stored bytes do not hash to their key
+	FindBlobOrphan    = "blob_orphan"       // stored bytes no entry refers to
+	FindBlobMissing   = "blob_missing"      // snapshot bytes absent
+	FindBlobUnremoved = "blob_not_redacted" // bytes a redaction removed are present
+)
+
+// Check is a structural fsck of the file: it reports every finding, never
+// stopping at the first. It checks that every bucket and key is one the
+// format has; entry keys are gapless 1..head; each entry decodes, carries
+// its key's seq, links to the previous hash and keeps time in order; meta
+// head is the last entry; every stored tree hash equals the one recomputed
+// from the entries; every index, the accepted, blocked and redacted tables
+// and the snapshots in force equal those rebuilt from the chain; and every
+// blob hashes to its key and is referred to. It runs in one read
+// transaction, so it sees one consistent state; memory grows with the
+// number of distinct payloads and accepted handoff IDs.
+//
+// The hash chain's re-evaluation against policy is the verify package's
+// job; Check judges the store. An error (ErrCorrupt, ctx) comes with the
+// findings gathered so far.
+func (l *Ledger) Check(ctx context.Context) (findings []Finding, err error) {
+	c := &checker{ctx: ctx}
+	err = l.view(func(tx *bolt.Tx) error {
+		c.tx = tx
+		return c.run()
+	})
+	return c.findings, err
+}
+
+type checker struct {
+	ctx      context.Context
+	tx       *bolt.Tx
+	findings []Finding
+
+	n         int64 // entries walked
+	lastSeq   uint64
+	lastHash  Hash
+	tree      map[int64]tlog.Hash // recomputed stored hashes
+	idxCount  map[string]int
+	accepted  map[Hash][]byte // sha256(handoff_id) -> seq||payload
+	blocked   map[string]uint64
+	redacted  map[Hash]uint64 // payload -> latest redaction seq
+	refs      map[Hash]uint64 // blob hash -> last entry referring to it
+	snapshots map[Hash]uint64 // snapshot content -> seq
+	manifest  *Hash
+	lock      *Hash
+}
+
+func (c *checker) add(seq uint64, kind, want, got string) {
+	c.findings = append(c.findings, Finding{Seq: seq, Kind: kind, Want: want, Got: got})
+}
+
+var indexBuckets = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime}
+
+func (c *checker) run() error {
+	c.tree = map[int64]tlog.Hash{}
+	c.idxCount = map[string]int{}
+	c.accepted = map[Hash][]byte{}
+	c.blocked = map[string]uint64{}
+	c.redacted = map[Hash]uint64{}
+	c.refs = map[Hash]uint64{}
+	c.snapshots = map[Hash]uint64{}
+
+	known := map[string]bool{}
+	for _, b := range allBuckets {
+		known[string(b)] = true
+		if c.tx.Bucket(b) == nil {
+			c.add(0, FindMissingBucket, string(b), "absent")
+		}
+	}
+	if err := c.tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		if !known[string(name)] {
+			c.add(0, FindUnknownBucket, "none", fmt.Sprintf("%q", name))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c.checkMeta()
+	if err := c.walkEntries(); err != nil {
+		return err
+	}
+	c.checkHead()
+	c.checkTree()
+	c.checkIndexes()
+	c.checkTables()
+	c.checkBlobs()
+	return nil
+}
+
+func (c *checker) bucket(name []byte) *bolt.Bucket { return c.tx.Bucket(name) }
+
+func (c *checker) checkMeta() {
+	m := c.bucket(bucketMeta)
+	if m == nil {
+		return
+	}
+	knownKey := map[string]bool{}
+	for _, k := range allMetaKeys {
+		knownKey[string(k)] = true
+	}
+	m.ForEach(func(k, v []byte) error {
+		if !knownKey[string(k)] || v == nil {
+			c.add(0, FindUnknownKey, "meta key", fmt.Sprintf("meta %q", k))
+		}
+		return nil
+	})
+	if v := m.Get(metaVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != FormatVersion {
+		c.add(0, FindBadValue, fmt.Sprintf("meta version %d", FormatVersion), hex.EncodeToString(v))
+	}
+	if err := checkOrigin(string(m.Get(metaOrigin))); err != nil {
+		c.add(0, FindBadValue, "meta origin", err.Error())
+	}
+	if v := m.Get(metaCreated); v == nil {
+		c.add(0, FindBadValue, "meta created", "absent")
+	} else if _, err := time.Parse(time.RFC3339Nano, string(v)); err != nil {
+		c.add(0, FindBadValue, "meta created RFC 3339", fmt.Sprintf("%q", v))
+	}
+	for _, k := range [][]byte{metaManifest, metaLock} {
+		if v := m.Get(k); v != nil && len(v) != 32 {
+			c.add(0, FindBadValue, fmt.Sprintf("meta %s 32 bytes", k), fmt.Sprintf("%d bytes", len(v)))
+		}
+	}
+}
+
+func (c *checker) walkEntries() error {
+	b := c.bucket(bucketEntries)
+	if b == nil {
+		return nil
+	}
+	tree := c.bucket(bucketTree)
+	var prevTime time.Time
+	expect := uint64(1)
+	cur := b.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if c.n%1024 == 0 {
+			if err := c.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if len(k) != 8 || v == nil {
+			c.add(0, FindUnknownKey, "8-byte entry key", fmt.Sprintf("key %x (bucket: %t)", k, v == nil))
+			continue
+		}
+		seq := binary.BigEndian.Uint64(k)
+		if seq != expect {
+			c.add(seq, FindSeqGap, fmt.Sprint(expect), fmt.Sprint(seq))
+		}
+		expect = seq + 1
+		h := LeafHash(v)
+		c.checkTreeLeaf(tree, seq, h)
+		prevHash := c.lastHash
+		c.lastSeq, c.lastHash = seq, h
+		c.n++
+		e, err := DecodeEntry(v)
+		if err != nil {
+			c.add(seq, FindUndecodable, "a canonical entry", err.Error())
+			continue
+		}
+		if e.Seq != seq {
+			c.add(seq, FindSeqMismatch, fmt.Sprint(seq), fmt.Sprint(e.Seq))
+		}
+		if e.Prev != prevHash {
+			c.add(seq, FindPrevLink, prevHash.String(), e.Prev.String())
+		}
+		if e.Time.Before(prevTime) {
+			c.add(seq, FindTimeOrder, ">= "+prevTime.Format(time.RFC3339Nano), e.Time.Format(time.RFC3339Nano))
+		} else {
+			prevTime = e.Time.Time
+		}
+		c.entryIndexes(seq, e)
+		c.derive(seq, e)
+	}
+	return nil
+}
+
+func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h Hash) {
+	n := c.n
+	hashes, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(h), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = c.tree[x]
+		}
+		return out, nil
+	}))
+	if err != nil {
+		c.add(seq, FindTreeHash, "computable", err.Error())
+		return
+	}
+	base := tlog.StoredHashIndex(0, n)
+	for i, want := range hashes {
+		x := base + int64(i)
+		c.tree[x] = want
+		if tree == nil {
+			continue
+		}
+		got := tree.Get(be64(uint64(x)))
+		if !bytes.Equal(got, want[:]) {
+			c.add(seq, FindTreeHash, fmt.Sprintf("tree[%d]=%x", x, want[:]), fmt.Sprintf("%x", got))
+		}
+	}
+}
+
+func (c *checker) entryIndexes(seq uint64, e *Entry) {
+	for name, keys := range indexKeys(e) {
+		b := c.bucket([]byte(name))
+		c.idxCount[name] += len(keys)
+		if b == nil {
+			continue
+		}
+		for _, k := range keys {
+			v := b.Get(k)
+			switch {
+			case v == nil:
+				c.add(seq, FindIndexMissing, fmt.Sprintf("%s key %x", name, k), "absent")
+			case len(v) != 0:
+				c.add(seq, FindBadValue, fmt.Sprintf("%s key %x empty", name, k), fmt.Sprintf("%x", v))
+			}
+		}
+	}
+}
+
+func (c *checker) derive(seq uint64, e *Entry) {
+	switch e.Kind {
+	case KindHandoff:
+		c.refs[*e.PayloadSHA256] = seq
+		if e.Decision == "accepted" && e.HandoffID.Valid {
+			k := Sum256([]byte(e.HandoffID.S))
+			if _, ok := c.accepted[k]; !ok {
+				c.accepted[k] = cat(be64(seq), e.PayloadSHA256[:])
+			}
+		}
+		for _, a := range e.Blocks {
+			c.blocked[a] = seq
+		}
+	case KindUnblock:
+		delete(c.blocked, e.Agent)
+	case KindSnapshot:
+		h := *e.ContentSHA256
+		c.refs[h] = seq
+		c.snapshots[h] = seq
+		if e.What == SnapshotLock {
+			c.lock = &h
+			clear(c.blocked)
+		} else {
+			c.manifest = &h
+		}
+	case KindRedaction:
+		b := c.bucket(bucketEntries)
+		var t *Entry
+		var err error
+		if b != nil {
+			t, err = DecodeEntry(b.Get(be64(e.RedactedSeq)))
+		}
+		if b == nil || err != nil || t.Kind != KindHandoff {
+			c.add(seq, FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", e.RedactedSeq), "not a readable handoff entry")
+			return
+		}
+		c.redacted[*t.PayloadSHA256] = seq
+	}
+}
+
+func (c *checker) checkHead() {
+	m := c.bucket(bucketMeta)
+	if m == nil {
+		return
+	}
+	v := m.Get(metaHead)
+	if c.n == 0 {
+		if v != nil {
+			c.add(0, FindMetaHead, "absent (no entries)", fmt.Sprintf("%x", v))
+		}
+		return
+	}
+	want := cat(be64(c.lastSeq), c.lastHash[:])
+	if !bytes.Equal(v, want) {
+		got := fmt.Sprintf("%x", v)
+		if len(v) == 40 {
+			got = fmt.Sprintf("seq %d hash %x", binary.BigEndian.Uint64(v), v[8:])
+		}
+		c.add(c.lastSeq, FindMetaHead, fmt.Sprintf("seq %d hash %s", c.lastSeq, c.lastHash), got)
+	}
+}
+
+func (c *checker) checkTree() {
+	b := c.bucket(bucketTree)
+	if b == nil {
+		return
+	}
+	count := tlog.StoredHashCount(c.n)
+	b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 || v == nil {
+			c.add(0, FindUnknownKey, "8-byte tree key", fmt.Sprintf("key %x", k))
+			return nil
+		}
+		if x := binary.BigEndian.Uint64(k); x >= uint64(count) {
+			c.add(0, FindTreeExtra, fmt.Sprintf("%d stored hashes", count), fmt.Sprintf("tree[%d]", x))
+		}
+		return nil
+	})
+}
+
+// checkIndexes reports stored index keys no entry implies. Every implied
+// key was looked up during the walk, so when the counts agree the sets are
+// equal; otherwise each stored key is re-derived from its entry.
+func (c *checker) checkIndexes() {
+	entries := c.bucket(bucketEntries)
+	for _, name := range indexBuckets {
+		b := c.bucket(name)
+		if b == nil {
+			continue
+		}
+		if b.Stats().KeyN == c.idxCount[string(name)] {
+			continue
+		}
+		b.ForEach(func(k, v []byte) error {
+			if v == nil || len(k) < 8 {
+				c.add(0, FindIndexExtra, string(name)+" key", fmt.Sprintf("%x", k))
+				return nil
+			}
+			seq := binary.BigEndian.Uint64(k[len(k)-8:])
+			var e *Entry
+			var err error = ErrNotFound
+			if entries != nil {
+				if raw := entries.Get(k[len(k)-8:]); raw != nil {
+					e, err = DecodeEntry(raw)
+				}
+			}
+			if err == nil && e.Seq == seq {
+				for _, want := range indexKeys(e)[string(name)] {
+					if bytes.Equal(want, k) {
+						return nil
+					}
+				}
+			}
+			c.add(seq, FindIndexExtra, "no "+string(name)+" key", fmt.Sprintf("%x", k))
+			return nil
+		})
+	}
+}
+
+func (c *checker) checkTables() {
+	if b := c.bucket(bucketIdxAccept); b != nil {
+		seen := map[Hash]bool{}
+		b.ForEach(func(k, v []byte) error {
+			var h Hash
+			copy(h[:], k)
+			want, ok := c.accepted[h]
+			if len(k) != 32 || !ok {
+				c.add(seqOf(v), FindAccepted, "no idx_accepted key", fmt.Sprintf("%x", k))
+				return nil
+			}
+			seen[h] = true
+			if !bytes.Equal(v, want) {
+				c.add(seqOf(want), FindAccepted, fmt.Sprintf("%x -> %x", k, want), fmt.Sprintf("%x", v))
+			}
+			return nil
+		})
+		for h, want := range c.accepted {
+			if !seen[h] {
+				c.add(seqOf(want), FindAccepted, fmt.Sprintf("%x -> %x", h[:], want), "absent")
+			}
+		}
+	}
+	if b := c.bucket(bucketBlocked); b != nil {
+		seen := map[string]bool{}
+		b.ForEach(func(k, v []byte) error {
+			want, ok := c.blocked[string(k)]
+			if !ok || v == nil {
+				c.add(seqOf(v), FindBlocked, "not blocked", fmt.Sprintf("%q", k))
+				return nil
+			}
+			seen[string(k)] = true
+			if !bytes.Equal(v, be64(want)) {
+				c.add(want, FindBlocked, fmt.Sprintf("%q blocked by %d", k, want), fmt.Sprintf("%x", v))
+			}
+			return nil
+		})
+		for a, seq := range c.blocked {
+			if !seen[a] {
+				c.add(seq, FindBlocked, fmt.Sprintf("%q blocked by %d", a, seq), "absent")
+			}
+		}
+	}
+	if b := c.bucket(bucketRedacted); b != nil {
+		seen := map[Hash]bool{}
+		b.ForEach(func(k, v []byte) error {
+			var h Hash
+			copy(h[:], k)
+			want, ok := c.redacted[h]
+			if len(k) != 32 || !ok {
+				c.add(seqOf(v), FindRedacted, "not redacted", fmt.Sprintf("%x", k))
+				return nil
+			}
+			seen[h] = true
+			if !bytes.Equal(v, be64(want)) {
+				c.add(want, FindRedacted, fmt.Sprintf("%x redacted by %d", k, want), fmt.Sprintf("%x", v))
+			}
+			return nil
+		})
+		for h, seq := range c.redacted {
+			if !seen[h] {
+				c.add(seq, FindRedacted, fmt.Sprintf("%x redacted by %d", h[:], seq), "absent")
+			}
+		}
+	}
+	if m := c.bucket(bucketMeta); m != nil {
+		for _, x := range []struct {
+			key  []byte
+			want *Hash
+		}{{metaManifest, c.manifest}, {metaLock, c.lock}} {
+			got := m.Get(x.key)
+			switch {
+			case x.want == nil && got != nil:
+				c.add(0, FindInForce, fmt.Sprintf("no %s in force", x.key), fmt.Sprintf("%x", got))
+			case x.want != nil && !bytes.Equal(got, x.want[:]):
+				c.add(c.snapshots[*x.want], FindInForce, fmt.Sprintf("%s %s", x.key, x.want), fmt.Sprintf("%x", got))
+			}
+		}
+	}
+}
+
+func (c *checker) checkBlobs() {
+	b := c.bucket(bucketBlobs)
+	if b == nil {
+		return
+	}
+	b.ForEach(func(k, v []byte) error {
+		var h Hash
+		copy(h[:], k)
+		if len(k) != 32 || v == nil {
+			c.add(0, FindUnknownKey, "32-byte blob key", fmt.Sprintf("%x", k))
+			return nil
+		}
+		if got := Sum256(v); got != h {
+			c.add(c.refs[h], FindBlobHash, h.String(), got.String())
+		}
+		ref, ok := c.refs[h]
+		if !ok {
+			c.add(0, FindBlobOrphan, "a referring entry", h.String())
+		} else if r, ok := c.redacted[h]; ok && ref < r {
+			c.add(r, FindBlobUnremoved, "absent", h.String())
+		}
+		return nil
+	})
+	var missing []Hash
+	for h := range c.snapshots {
+		if _, red := c.redacted[h]; b.Get(h[:]) == nil && !red {
+			missing = append(missing, h)
+		}
+	}
+	sort.Slice(missing, func(i, j int) bool { return c.snapshots[missing[i]] < c.snapshots[missing[j]] })
+	for _, h := range missing {
+		c.add(c.snapshots[h], FindBlobMissing, h.String(), "absent")
+	}
+}
+
+func seqOf(v []byte) uint64 {
+	if len(v) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}

@@ -1,0 +1,66 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+)
+
+// Errors returned by Open. ErrVersionMismatch (entry.go) is also returned by
+// Open when the file's format version is not FormatVersion.
+var (
+	// ErrNotExist is returned when the file is missing (or, with
+	// Options.NoCreate or ReadOnly, empty). It wraps fs.ErrNotExist.
+	ErrNotExist = fmt.Errorf("ledger does not exist: %w", fs.ErrNotExist)
+	// ErrEmptyFile is returned when the file exists but has 0 bytes. bbolt
+	// would silently initialize it; a ledger refuses, since an emptied file
+	// is what a wiped ledger looks like. Remove the file to start anew.
+	ErrEmptyFile = errors.New("ledger file is empty (0 bytes)")
+	// ErrLocked is returned when another process holds the file lock for
+	// longer than Options.Timeout.
+	ErrLocked = errors.New("ledger is locked")
+	// ErrNotLedger is returned for a bbolt file that is not a ledger.
+	ErrNotLedger = errors.New("not a govledger ledger")
+	// ErrBadOptions is returned when Options are invalid.
+	ErrBadOptions = errors.New("invalid ledger options")
+)
+
+// Errors returned by Append and Redact.
+var (
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("ledger is closed")
+	// ErrFailed is returned by writes after a commit failed: the outcome of
+	// that commit is unknown and the ledger must be reopened.
+	ErrFailed = errors.New("ledger failed a commit; reopen required")
+	// ErrReadOnly is returned by writes on a ledger opened ReadOnly.
+	ErrReadOnly = errors.New("ledger is open read-only")
+	// ErrNotRedactable is returned by Redact for an entry that has no
+	// payload bytes to remove (not a handoff, or its payload was not stored).
+	ErrNotRedactable = errors.New("entry has no payload to redact")
+)
+
+// Errors returned by readers (Get, Blob, Find, Scan, proofs, Check).
+var (
+	// ErrNotFound is returned for a seq or blob that is not stored.
+	ErrNotFound = errors.New("not found")
+	// ErrRedacted is returned by Blob for bytes removed by a redaction, and
+	// by Redact for a payload that was already removed.
+	ErrRedacted = errors.New("payload redacted")
+	// ErrBadRange is returned for a tree size or index out of range.
+	ErrBadRange = errors.New("tree size or index out of range")
+	// ErrCorrupt is returned when the file's structure is damaged: a bbolt
+	// panic, a missing bucket, a malformed stored value.
+	ErrCorrupt = errors.New("ledger file is corrupt")
+)
+
+// RecordError reports a failure concerning one stored entry.
+type RecordError struct {
+	Seq uint64
+	Op  string // "get", "decode", "scan", ...
+	Err error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("%s seq %d: %v", e.Op, e.Seq, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *RecordError) Unwrap() error { return e.Err }

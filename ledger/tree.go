@@ -1,0 +1,85 @@
+package ledger
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The ledger's entries are the leaves of an RFC 6962 Merkle tree: leaf i
+// (0-based) is entry seq i+1, and its leaf hash is the entry hash,
+// tlog.RecordHash(canonical bytes). The tree's stored hashes
+// (tlog.StoredHashes) are written in the same transaction as each entry,
+// so every method below reads O(log n) hashes.
+
+// TreeSize returns the number of leaves: the head seq.
+func (l *Ledger) TreeSize() (uint64, error) {
+	seq, _, err := l.Head()
+	return seq, err
+}
+
+// TreeHash returns the RFC 6962 root hash of the first size entries. It
+// returns an error wrapping ErrBadRange when size exceeds TreeSize.
+func (l *Ledger) TreeHash(size uint64) (h tlog.Hash, err error) {
+	err = l.treeView(size, func(r tlog.HashReader) error {
+		h, err = tlog.TreeHash(int64(size), r)
+		return err
+	})
+	return h, err
+}
+
+// ProveInclusion returns the proof that entry seq (leaf index seq-1) is in
+// the tree of the first size entries. Requires 1 <= seq <= size <= TreeSize
+// (else ErrBadRange). Check it with tlog.CheckRecord or any RFC 6962
+// verifier.
+func (l *Ledger) ProveInclusion(seq, size uint64) (p tlog.RecordProof, err error) {
+	if seq < 1 || seq > size {
+		return nil, fmt.Errorf("inclusion of seq %d in tree size %d: %w", seq, size, ErrBadRange)
+	}
+	err = l.treeView(size, func(r tlog.HashReader) error {
+		p, err = tlog.ProveRecord(int64(size), int64(seq-1), r)
+		return err
+	})
+	return p, err
+}
+
+// ProveConsistency returns the proof that the tree of size newSize extends
+// the tree of size oldSize. Requires oldSize <= newSize <= TreeSize (else
+// ErrBadRange). The proof is empty when oldSize is 0 or equals newSize.
+func (l *Ledger) ProveConsistency(oldSize, newSize uint64) (p tlog.TreeProof, err error) {
+	if oldSize > newSize {
+		return nil, fmt.Errorf("consistency of size %d with size %d: %w", oldSize, newSize, ErrBadRange)
+	}
+	err = l.treeView(newSize, func(r tlog.HashReader) error {
+		if oldSize == 0 || oldSize == newSize {
+			p = tlog.TreeProof{}
+			return nil
+		}
+		p, err = tlog.ProveTree(int64(newSize), int64(oldSize), r)
+		return err
+	})
+	return p, err
+}
+
+// treeView runs fn over the stored tree in one read transaction after
+// checking size <= head.
+func (l *Ledger) treeView(size uint64, fn func(tlog.HashReader) error) error {
+	if size > 1<<62 {
+		return fmt.Errorf("tree size %d: %w", size, ErrBadRange)
+	}
+	return l.view(func(tx *bolt.Tx) error {
+		head, _, err := readHead(tx.Bucket(bucketMeta))
+		if err != nil {
+			return err
+		}
+		if size > head {
+			return fmt.Errorf("tree size %d > %d: %w", size, head, ErrBadRange)
+		}
+		t, err := bucket(tx, bucketTree)
+		if err != nil {
+			return err
+		}
+		return fn(treeReader(t))
+	})
+}

@@ -1,0 +1,125 @@
+package lockfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// MaxPromptSize is the largest prompt file the openers read, in bytes.
+const MaxPromptSize = 64 << 20
+
+// Dir reads prompt files under one folder through an os.Root: a path may
+// follow symbolic links only while they stay inside the folder. A Dir is
+// safe for concurrent use; Close it when done.
+type Dir struct {
+	root *os.Root
+}
+
+// OpenDir opens dir for reading prompt files.
+func OpenDir(dir string) (*Dir, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{root: root}, nil
+}
+
+// Close releases the folder.
+func (d *Dir) Close() error { return d.root.Close() }
+
+// ReadFile returns the bytes of the regular file at the slash-separated
+// path p. It refuses paths that leave the folder (including through a
+// symbolic link), files that are not regular (ErrNotRegular: a FIFO would
+// block, a device would never end) and files over MaxPromptSize
+// (ErrTooLarge). A missing file gives an error matching fs.ErrNotExist.
+func (d *Dir) ReadFile(p string) ([]byte, error) {
+	name := filepath.FromSlash(p)
+	fi, err := d.root.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// Stat the open file too: the path may have been swapped since.
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
+	}
+	if fi.Size() > MaxPromptSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), MaxPromptSize)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxPromptSize+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxPromptSize {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, MaxPromptSize)
+	}
+	return buf.Bytes(), nil
+}
+
+// DirOpener returns an opener for Generate and Check that reads files under
+// dir like (*Dir).ReadFile. It opens dir on every call, so it holds no
+// descriptor between calls; for many files use OpenDir and pass the
+// method value d.ReadFile.
+func DirOpener(dir string) func(path string) ([]byte, error) {
+	return func(p string) ([]byte, error) {
+		d, err := OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		return d.ReadFile(p)
+	}
+}
+
+// WriteFile replaces the file at path with data atomically and durably: it
+// writes a temporary file in the same folder, syncs it, renames it over
+// path and syncs the folder. Readers see the old bytes or the new ones,
+// never a mix, and a crash leaves at most a stray temporary file.
+func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

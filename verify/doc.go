@@ -1,0 +1,53 @@
+// Package verify replays a govledger ledger, or an export of one, and
+// reports every inconsistency it finds, naming the first bad seq.
+//
+// # Model
+//
+//   - Source is what Replay reads: entries in stored order and the blobs
+//     (payload and snapshot bytes) they name. LedgerSource adapts an open
+//     *ledger.Ledger; ExportSource reads the JSON Lines export format
+//     (see ExportSource, WriteExport).
+//   - Replay reads a Source once, in order, and returns a Report.
+//   - Report lists Findings, each self-contained: the seq, a stable kind,
+//     what was expected and what was found. FirstBad is the lowest seq with
+//     a finding that is not a warning.
+//   - Options add what only the caller has: the ledger's structural check
+//     (ledger.Ledger.Check) and its stored head, and a progress callback.
+//
+// # What Replay checks
+//
+// For every entry, cheapest first: the seq follows the previous one with no
+// gap; the bytes are a valid, canonical entry (ledger.DecodeEntry); "prev"
+// is the hash recomputed from the previous stored bytes (never a stored
+// hash); time does not go backwards (a warning); the payload and snapshot
+// bytes re-hash to the SHA-256 and size the entry names; a handoff names
+// the manifest and lock snapshots in force; and, unless
+// Options.SkipReevaluate, the decision is taken again with policy.Decide
+// from the recorded payload, the snapshots in force, the entry's time and
+// inputs, and the state the replay rebuilt (accepted handoff IDs, blocked
+// agents), and its decision, reason codes and severities, and blocked
+// agents are compared with the stored ones.
+//
+// When a link between two entries is broken, Replay uses the entry after
+// them to place the blame: if the later entry's own link holds, its "prev"
+// is authentic and the earlier entry's bytes were changed (kind "hash" at
+// the earlier seq); otherwise the later entry's "prev" is reported (kind
+// "prev").
+//
+// # What Replay cannot see
+//
+// A hash chain kept on the same machine detects every edit that breaks it,
+// but not a truncated tail, a rolled-back file, or a suffix rewritten with
+// recomputed hashes: the result is a shorter or different chain that is
+// internally consistent. Detecting those needs a checkpoint (tree size and
+// root hash) kept elsewhere; Report.Entries and Report.Head are what a
+// caller compares with one.
+//
+// # Resources
+//
+// Replay streams: it holds one entry at a time, the parsed snapshots in
+// force, the blocked agents, and for each accepted handoff ID two 64-bit
+// keyed digests and a seq (about 24 bytes, in a Go map). Replay never
+// panics: a panic while judging an entry is recovered and reported as a
+// finding of kind "corrupt".
+package verify

@@ -1,0 +1,425 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
+)
+
+// Options are the caller's additions to a replay. The zero value replays
+// the source alone, re-evaluating every decision.
+type Options struct {
+	// Progress, if set, is called after each entry with its seq. It must
+	// be fast and must not call back into the Source.
+	Progress func(seq uint64)
+	// SkipReevaluate turns off re-taking each handoff's decision with
+	// policy.Decide (chain, hashes, blobs and snapshots are still checked).
+	SkipReevaluate bool
+	// Structural, if set, runs a structural check of the store after the
+	// replay, and its findings join the report: for a ledger, the method
+	// value l.Check (unknown buckets and keys, indexes, meta head, tree
+	// hashes). An error wrapping ledger.ErrCorrupt becomes a "corrupt"
+	// finding; any other error fails the replay.
+	Structural func(ctx context.Context) ([]ledger.Finding, error)
+	// Head, if set, returns the head the store claims (for a ledger, the
+	// method value l.Head). It anchors the last entry: without it, a change
+	// to the last entry that leaves it valid cannot be told from the
+	// original.
+	Head func() (seq uint64, h ledger.Hash, err error)
+}
+
+// Replay reads every entry of src in stored order, checks it (see the
+// package documentation), and returns a Report of everything it found.
+// Findings are not errors: Replay returns an error only when the replay
+// could not be completed (ctx was cancelled, or the source failed for a
+// reason other than corruption: ErrSource), together with the report so far.
+// Replay never writes to src and never panics.
+func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err error) {
+	r := &replayer{
+		ctx:  ctx,
+		src:  src,
+		opts: opts,
+		rep:  &Report{Counts: map[string]int{}, Findings: []Finding{}, Redacted: []uint64{}},
+		snap: newSnapshots(),
+	}
+	er, _ := src.(entryReader)
+	r.state = newState(er)
+	if es, ok := src.(*exportSource); ok {
+		es.emit = r.add
+		defer func() { es.emit = nil }()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.add(Finding{Seq: r.lastSeq + 1, Kind: KindCorrupt, Message: fmt.Sprintf("replay stopped: %v", p)})
+			r.rep.finish()
+			rep, err = r.rep, nil
+		}
+	}()
+	if err := r.run(); err != nil {
+		r.rep.finish()
+		return r.rep, err
+	}
+	r.rep.finish()
+	return r.rep, nil
+}
+
+type replayer struct {
+	ctx   context.Context
+	src   Source
+	opts  Options
+	rep   *Report
+	state *state
+	snap  *snapshots
+
+	n        uint64      // entries read
+	lastSeq  uint64      // seq of the previous entry
+	prevHash ledger.Hash // recomputed hash of the previous entry's bytes
+	lastTime time.Time
+	pending  *brokenLink
+
+	missing   map[uint64]ledger.Hash // seq -> hash of a blob that is not there
+	redaction map[uint64]bool        // seqs named by redaction entries
+}
+
+// brokenLink is an entry whose prev does not match the hash of the entry
+// before it; the next entry decides whom to blame.
+type brokenLink struct {
+	seq       uint64      // the entry whose prev does not match
+	want      ledger.Hash // hash of the previous entry's bytes
+	got       ledger.Hash // its prev
+	blame     uint64      // the previous entry's seq
+	canBlame  bool        // there is a previous entry and no gap before this one
+	gapBefore bool
+}
+
+func (r *replayer) add(f Finding) { r.rep.Findings = append(r.rep.Findings, f) }
+
+func (r *replayer) run() error {
+	err := r.src.Entries(r.ctx, r.entry)
+	switch {
+	case err == nil:
+	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
+		return err
+	case errors.Is(err, ledger.ErrCorrupt):
+		r.add(Finding{Seq: r.lastSeq + 1, Kind: KindCorrupt, Message: fmt.Sprintf("reading entries: %v", err)})
+	default:
+		return fmt.Errorf("%w: %w", ErrSource, err)
+	}
+	if err := r.head(); err != nil {
+		return err
+	}
+	r.blobsMissing()
+	if r.opts.Structural != nil {
+		fs, err := r.structural()
+		if err != nil {
+			if errors.Is(err, ledger.ErrCorrupt) {
+				r.add(Finding{Kind: KindCorrupt, Message: fmt.Sprintf("structural check: %v", err)})
+			} else {
+				return fmt.Errorf("%w: structural check: %w", ErrSource, err)
+			}
+		}
+		for _, f := range fs {
+			r.add(Finding{Seq: f.Seq, Kind: f.Kind, Want: f.Want, Got: f.Got, Message: "structural check: " + structuralMessage(f.Kind)})
+		}
+	}
+	return r.ctx.Err()
+}
+
+// structural runs Options.Structural, turning a panic into ErrCorrupt.
+func (r *replayer) structural() (fs []ledger.Finding, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: panic: %v", ledger.ErrCorrupt, p)
+		}
+	}()
+	return r.opts.Structural(r.ctx)
+}
+
+func structuralMessage(kind string) string {
+	switch kind {
+	case KindIndex:
+		return "an index disagrees with the chain"
+	case KindMetaHead:
+		return "the stored head disagrees with the chain"
+	case KindUnknownKey:
+		return "a bucket or key that has no place in a ledger"
+	case KindTree:
+		return "a stored tree hash disagrees with the chain"
+	}
+	return kind
+}
+
+// entry judges one stored entry. Findings never stop the replay; only a
+// source error does.
+func (r *replayer) entry(seq uint64, raw []byte) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.add(Finding{Seq: seq, Kind: KindCorrupt, Message: fmt.Sprintf("panic while judging the entry: %v\n%s", p, debug.Stack())})
+			}
+		}()
+		r.judge(seq, raw)
+	}()
+	if r.opts.Progress != nil {
+		r.opts.Progress(seq)
+	}
+	return nil
+}
+
+func (r *replayer) judge(seq uint64, raw []byte) {
+	r.n++
+	r.rep.Entries = r.n
+	h := ledger.LeafHash(raw)
+
+	gapBefore := seq != r.lastSeq+1
+	switch {
+	case seq <= r.lastSeq:
+		r.add(Finding{Seq: seq, Kind: KindGap, Want: fmt.Sprint(r.lastSeq + 1), Got: fmt.Sprint(seq),
+			Message: fmt.Sprintf("seq %d comes after seq %d: repeated or out of order", seq, r.lastSeq)})
+	case seq > r.lastSeq+1:
+		missing := fmt.Sprint(r.lastSeq + 1)
+		if seq > r.lastSeq+2 {
+			missing += fmt.Sprintf("..%d", seq-1)
+		}
+		r.add(Finding{Seq: r.lastSeq + 1, Kind: KindGap, Want: fmt.Sprint(r.lastSeq + 1), Got: fmt.Sprint(seq),
+			Message: fmt.Sprintf("seq %s missing: the next stored entry is seq %d", missing, seq)})
+	}
+
+	e, err := ledger.DecodeEntry(raw)
+	switch {
+	case errors.Is(err, ledger.ErrNotCanonical):
+		r.add(Finding{Seq: seq, Kind: KindNotCanonical, Got: h.String(), Message: "the stored bytes are not the canonical form of the entry they encode"})
+	case err != nil:
+		r.add(Finding{Seq: seq, Kind: KindMalformed, Got: h.String(), Message: err.Error()})
+	case e.Seq != seq:
+		r.add(Finding{Seq: seq, Kind: KindGap, Want: fmt.Sprint(seq), Got: fmt.Sprint(e.Seq),
+			Message: fmt.Sprintf("the entry stored as seq %d says seq %d", seq, e.Seq)})
+	}
+
+	linkOK := e != nil && e.Prev == r.prevHash
+	r.resolve(linkOK)
+	if e != nil && !linkOK {
+		r.pending = &brokenLink{seq: seq, want: r.prevHash, got: e.Prev, blame: r.lastSeq,
+			canBlame: r.n > 1 && !gapBefore, gapBefore: gapBefore}
+	}
+	r.prevHash, r.lastSeq = h, seq
+	r.rep.Head, r.rep.LastSeq = h, seq
+	if e == nil {
+		return
+	}
+	if !r.lastTime.IsZero() && e.Time.Before(r.lastTime) {
+		r.add(Finding{Seq: seq, Kind: KindTimeBackwards, Want: ">= " + r.lastTime.Format(time.RFC3339Nano), Got: e.Time.Format(time.RFC3339Nano),
+			Message: "the entry's time is earlier than the previous entry's"})
+	}
+	if e.Time.After(r.lastTime) {
+		r.lastTime = e.Time.Time
+	}
+	r.rep.Counts[e.Kind]++
+	switch e.Kind {
+	case ledger.KindSnapshot:
+		r.snapshot(e)
+	case ledger.KindHandoff:
+		r.handoff(e)
+	case ledger.KindUnblock:
+		delete(r.state.blocked, e.Agent)
+	case ledger.KindRedaction:
+		if r.redaction == nil {
+			r.redaction = map[uint64]bool{}
+		}
+		r.redaction[e.RedactedSeq] = true
+	}
+}
+
+// resolve places the blame for a pending broken link, given whether the
+// link after it holds. If it holds, the later entry is authentic (the entry
+// after it commits to its bytes), so its prev is what the chain had and the
+// earlier entry's bytes changed.
+func (r *replayer) resolve(nextOK bool) {
+	p := r.pending
+	if p == nil {
+		return
+	}
+	r.pending = nil
+	if p.canBlame && nextOK {
+		r.add(Finding{Seq: p.blame, Kind: KindHash, Want: p.got.String(), Got: p.want.String(),
+			Message: fmt.Sprintf("the entry's bytes do not hash to the prev of seq %d, which the rest of the chain confirms", p.seq)})
+		return
+	}
+	msg := "prev is not the hash of the previous entry's bytes"
+	if p.gapBefore {
+		msg += " (entries are missing or out of order before it)"
+	} else if r.n == 1 || p.blame == 0 {
+		msg = "the first entry's prev is not 64 zeros"
+	}
+	r.add(Finding{Seq: p.seq, Kind: KindPrev, Want: p.want.String(), Got: p.got.String(), Message: msg})
+}
+
+// head anchors the last entry to the head the store claims, and resolves
+// the last pending link.
+func (r *replayer) head() error {
+	if r.opts.Head == nil {
+		r.resolve(false)
+		return nil
+	}
+	hs, hh, err := r.opts.Head()
+	if err != nil {
+		r.resolve(false)
+		if errors.Is(err, ledger.ErrCorrupt) {
+			r.add(Finding{Seq: r.lastSeq, Kind: KindCorrupt, Message: fmt.Sprintf("reading the stored head: %v", err)})
+			return nil
+		}
+		return fmt.Errorf("%w: head: %w", ErrSource, err)
+	}
+	r.resolve(hs == r.lastSeq && hh == r.prevHash)
+	switch {
+	case hs != r.lastSeq:
+		r.add(Finding{Seq: min(hs, r.lastSeq) + 1, Kind: KindMetaHead,
+			Want: fmt.Sprintf("seq %d %s", r.lastSeq, r.prevHash), Got: fmt.Sprintf("seq %d %s", hs, hh),
+			Message: fmt.Sprintf("the stored head names seq %d but the chain ends at seq %d", hs, r.lastSeq)})
+	case hh != r.prevHash:
+		r.add(Finding{Seq: r.lastSeq, Kind: KindHash, Want: hh.String(), Got: r.prevHash.String(),
+			Message: "the last entry's bytes do not hash to the head the store records (the entry or the stored head was changed)"})
+	}
+	return nil
+}
+
+// blob fetches the bytes named by sum for entry seq and checks them against
+// sum and size. It returns nil when they are unusable (missing: recorded
+// for the end of the replay; wrong: reported now as kind).
+func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []byte {
+	b, err := r.src.Blob(sum)
+	switch {
+	case err == nil:
+	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrRedacted):
+		if r.missing == nil {
+			r.missing = map[uint64]ledger.Hash{}
+		}
+		r.missing[seq] = sum
+		return nil
+	case errors.Is(err, ledger.ErrCorrupt):
+		// A ledger checks the bytes against their key itself.
+		r.add(Finding{Seq: seq, Kind: kind, Want: sum.String(), Message: fmt.Sprintf("the stored bytes are damaged: %v", err)})
+		return nil
+	default:
+		r.add(Finding{Seq: seq, Kind: KindCorrupt, Message: fmt.Sprintf("reading the bytes %s: %v", sum, err)})
+		return nil
+	}
+	if got := ledger.Sum256(b); got != sum {
+		r.add(Finding{Seq: seq, Kind: kind, Want: sum.String(), Got: got.String(), Message: "the stored bytes do not hash to the SHA-256 the entry names"})
+		return nil
+	}
+	if int64(len(b)) != size {
+		r.add(Finding{Seq: seq, Kind: kind, Want: fmt.Sprint(size), Got: fmt.Sprint(len(b)), Message: "the stored bytes are not the size the entry names"})
+		return nil
+	}
+	return b
+}
+
+// blobsMissing judges the missing blobs once every redaction entry is
+// known: a redaction may come after the entry it redacts, and removing one
+// entry's bytes removes them for every entry with the same bytes.
+func (r *replayer) blobsMissing() {
+	gone := map[ledger.Hash]bool{}
+	for seq := range r.redaction {
+		if sum, ok := r.missing[seq]; ok {
+			gone[sum] = true
+		}
+	}
+	seqs := make([]uint64, 0, len(r.missing))
+	for seq := range r.missing {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		sum := r.missing[seq]
+		if r.redaction[seq] || gone[sum] {
+			r.rep.Redacted = append(r.rep.Redacted, seq)
+			continue
+		}
+		r.add(Finding{Seq: seq, Kind: KindPayloadMissing, Want: sum.String(),
+			Message: "the bytes the entry names are not stored, and no redaction entry removed them"})
+	}
+}
+
+func (r *replayer) snapshot(e *ledger.Entry) {
+	sum := *e.ContentSHA256
+	b := r.blob(e.Seq, KindSnapshot, sum, *e.Size)
+	if b != nil && !r.opts.SkipReevaluate {
+		if err := r.snap.parse(e.What, sum, b); err != nil {
+			r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
+		}
+	}
+	if e.What == ledger.SnapshotLock {
+		r.state.lock, r.state.hasLock = sum, true
+		clear(r.state.blocked) // a new lock in force lifts every block
+	} else {
+		r.state.manifest, r.state.hasManifest = sum, true
+	}
+}
+
+func (r *replayer) handoff(e *ledger.Entry) {
+	r.rep.Counts[e.Decision]++
+	st := r.state
+	inForce := true
+	if !st.hasManifest || *e.ManifestSHA256 != st.manifest {
+		inForce = false
+		r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Want: hashOrNone(st.manifest, st.hasManifest), Got: e.ManifestSHA256.String(),
+			Message: "manifest_sha256 is not the manifest snapshot in force"})
+	}
+	if !st.hasLock || *e.LockSHA256 != st.lock {
+		inForce = false
+		r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Want: hashOrNone(st.lock, st.hasLock), Got: e.LockSHA256.String(),
+			Message: "lock_sha256 is not the lock snapshot in force"})
+	}
+	tooLarge := slices.ContainsFunc(*e.Reasons, func(x reason.Reason) bool { return x.Code == reason.PayloadTooLarge })
+	var payload []byte
+	if !tooLarge {
+		payload = r.blob(e.Seq, KindPayload, *e.PayloadSHA256, *e.PayloadSize)
+	}
+	if !r.opts.SkipReevaluate {
+		if inForce && (payload != nil || tooLarge) && r.reevaluate(e, payload) {
+			r.rep.Counts["reevaluated"]++
+		} else {
+			r.rep.Counts["not_reevaluated"]++
+		}
+	}
+	if e.Decision == reason.Accepted && e.HandoffID.Valid {
+		st.accept(e.HandoffID.S, e.Seq, *e.PayloadSHA256)
+	}
+	for _, a := range e.Blocks {
+		st.blocked[a] = e.Seq
+	}
+}
+
+func hashOrNone(h ledger.Hash, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return h.String()
+}
+
+// reasonList renders reasons as "CODE/severity,…", the part of them the
+// replay compares (messages may name seqs and hashes of the moment).
+func reasonList(rs []reason.Reason) string {
+	parts := make([]string, len(rs))
+	for i, x := range rs {
+		parts[i] = string(x.Code) + "/" + string(x.Severity)
+	}
+	return strings.Join(parts, ",")
+}
+
+func sortedList(ss []string) string {
+	c := slices.Clone(ss)
+	slices.Sort(c)
+	return strings.Join(c, ",")
+}
