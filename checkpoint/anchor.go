@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -112,8 +113,20 @@ type AnchorReport struct {
 //     and leaves the state as it is.
 //
 // The report is returned with every error after step 1 so callers can show
-// what was confirmed. ctx bounds the wait for the state's lock.
-func VerifyAnchor(ctx context.Context, l TreeReader, cpFile []byte, verifierKey string, stateDir string) (*AnchorReport, error) {
+// what was confirmed. VerifyAnchor waits at most DefaultLockWait for the
+// state's lock; VerifyAnchorContext takes a ctx instead.
+func VerifyAnchor(l TreeReader, cpFile []byte, verifierKey string, stateDir string) (*AnchorReport, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultLockWait)
+	defer cancel()
+	return VerifyAnchorContext(ctx, l, cpFile, verifierKey, stateDir)
+}
+
+// DefaultLockWait bounds VerifyAnchor's wait for the state directory's lock.
+const DefaultLockWait = 30 * time.Second
+
+// VerifyAnchorContext is VerifyAnchor with ctx bounding the wait for the
+// state's lock.
+func VerifyAnchorContext(ctx context.Context, l TreeReader, cpFile []byte, verifierKey string, stateDir string) (*AnchorReport, error) {
 	// An OpenSSH verifier key has no note name: it takes the origin's,
 	// the name govledger gives OpenSSH signer keys by default.
 	name := ""

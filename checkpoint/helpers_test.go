@@ -126,3 +126,5 @@ func chainWalk(t testing.TB, l *ledger.Ledger) (uint64, ledger.Hash) {
 	}
 	return n, prev
 }
+
+func ledgerLeaf(b []byte) ledger.Hash { return ledger.LeafHash(b) }

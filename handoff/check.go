@@ -23,7 +23,7 @@ var (
 	agentIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	// rfc3339RE is the only timestamp shape accepted: RFC 3339 with an
 	// upper-case T and Z, 1-9 fraction digits (RELIABILITY R5).
-	rfc3339RE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+	rfc3339RE   = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`)
 	sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -44,11 +44,11 @@ func join(path, key string) string {
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 // quote renders a document value for a message: Go-quoted (so control,
-// zero-width and bidi characters are escaped) and cut at 64 runes.
+// zero-width and bidi characters are escaped) and cut at 80 runes.
 func quote(s string) string {
-	if utf8.RuneCountInString(s) > 64 {
+	if utf8.RuneCountInString(s) > 80 {
 		r := []rune(s)
-		return strconv.QuoteToASCII(string(r[:64])) + "..."
+		return strconv.QuoteToASCII(string(r[:80])) + "..."
 	}
 	return strconv.QuoteToASCII(s)
 }

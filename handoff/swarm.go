@@ -88,7 +88,10 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 		expOK = false
 	}
 	if expOK && !opts.Now.IsZero() && expires.Before(opts.Now) {
-		v, _ := h.member("expires_at")
+		v, ok := h.member("expires_at")
+		if !ok {
+			v, _ = h.member("timestamp")
+		}
 		c.add(reason.Expired, reason.Error, p+".expires_at", v, "payload expired at %s (now %s)",
 			expires.UTC().Format(time.RFC3339Nano), opts.Now.UTC().Format(time.RFC3339Nano))
 	}

@@ -61,7 +61,7 @@ func taskBlock(c *checker, lines []string) (string, int, bool) {
 	}
 	block := strings.Join(lines[i:j], "\n")
 	if strings.TrimSpace(block) == "" {
-		c.schema("outcome", nil, "%d:1: the handoff section is empty", hi+1)
+		c.schema("", nil, "%d:1: the handoff section is empty (outcome is required)", hi+1)
 		c.missing = append(c.missing, "outcome")
 		return "", 0, false
 	}

@@ -122,16 +122,17 @@ func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
 		} else {
 			n.kind, n.members = kObject, map[string]*node{}
 			for dec.PeekKind() != '}' {
-				k, err := dec.ReadToken()
+				tok, err := dec.ReadToken()
 				if err != nil {
 					return nil, &carrierError{msg: "invalid JSON"}
 				}
+				k := tok.String() // tok is void after the next read
 				v, err := jsonValue(dec, data, depth+1)
 				if err != nil {
 					return nil, err
 				}
-				n.keys = append(n.keys, k.String())
-				n.members[k.String()] = v
+				n.keys = append(n.keys, k)
+				n.members[k] = v
 			}
 		}
 		if _, err := dec.ReadToken(); err != nil {
@@ -238,7 +239,7 @@ func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
 			case k.ShortTag() == "!!merge":
 				return nil, &carrierError{line: kl, col: kc, msg: "YAML merge key << is not allowed"}
 			case k.ShortTag() != "!!str":
-				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("mapping key %s is a %s, not a string", quote(k.Value), strings.TrimPrefix(k.ShortTag(), "!!"))}
+				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("mapping key %s is not a string (it reads as %s)", quote(k.Value), k.ShortTag())}
 			}
 			if _, dup := n.members[k.Value]; dup {
 				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("duplicate key %s", quote(k.Value))}

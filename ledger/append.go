@@ -219,6 +219,12 @@ func (l *Ledger) commit(batch []*pending) {
 			return nil
 		})
 	}()
+	l.mu.Lock()
+	hook := l.afterCommit
+	l.mu.Unlock()
+	if err == nil && hook != nil {
+		err = hook()
+	}
 	if err != nil {
 		if fnErr == nil || errors.Is(err, ErrCorrupt) {
 			// The commit itself failed (I/O error, disk full, panic): its

@@ -54,8 +54,9 @@ func LeafHash(canonical []byte) Hash {
 
 func (h Hash) String() string { return hex.EncodeToString(h[:]) }
 
-// IsZero reports whether h is all zeros.
-func (h Hash) IsZero() bool { return h == ZeroHash }
+// Hash deliberately has no IsZero method: JSON "omitzero" on a *Hash
+// field would call it through the pointer and drop a present all-zero hash
+// from an entry. Compare with ZeroHash instead.
 
 // MarshalText encodes h as lowercase hex.
 func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }

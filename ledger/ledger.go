@@ -106,6 +106,12 @@ type Ledger struct {
 
 	commits atomic.Uint64
 	entries atomic.Uint64
+
+	// afterCommit, when set (tests only, export_test.go), runs after each
+	// successful commit; an error it returns is handled as a failed commit
+	// whose bytes are nevertheless durable: the ambiguous commit of
+	// RELIABILITY.md C5.
+	afterCommit func() error
 }
 
 // Open opens the ledger at path, creating it unless opts.NoCreate or
@@ -341,11 +347,15 @@ func (l *Ledger) Close() error {
 type Stats struct {
 	Commits uint64 // write transactions committed by Append and Redact
 	Entries uint64 // entries those commits wrote
+	Queued  int    // requests waiting for a commit now
 }
 
 // Stats returns the ledger's counters since Open.
 func (l *Ledger) Stats() Stats {
-	return Stats{Commits: l.commits.Load(), Entries: l.entries.Load()}
+	l.mu.Lock()
+	q := len(l.queue)
+	l.mu.Unlock()
+	return Stats{Commits: l.commits.Load(), Entries: l.entries.Load(), Queued: q}
 }
 
 // view runs fn in a read transaction, turning a bbolt panic into ErrCorrupt.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/ledger"
@@ -78,5 +79,21 @@ func TestSharedVectors(t *testing.T) {
 			}
 			prev = h
 		}
+	}
+}
+
+// TestZeroHashFieldKept guards against a present all-zero hash being
+// dropped by "omitzero" (a hash field must never vanish from an entry).
+func TestZeroHashFieldKept(t *testing.T) {
+	var zero ledger.Hash
+	size := int64(0)
+	e := &ledger.Entry{V: 1, Seq: 1, Time: ledger.Time{Time: time.Unix(1, 0).UTC()}, Kind: ledger.KindSnapshot,
+		What: ledger.SnapshotLock, ContentSHA256: &zero, Size: &size}
+	c, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.DecodeEntry(c); err != nil {
+		t.Fatalf("DecodeEntry(%s) = %v, want round trip", c, err)
 	}
 }

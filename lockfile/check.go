@@ -64,8 +64,12 @@ type Report struct {
 // parallel) and hashed as raw bytes; a file that is not byte-identical to
 // the lock is CHANGED, whatever Diagnose says. A missing file
 // (fs.ErrNotExist) is a MISSING_FILE finding; any other read failure is
-// returned, joined, as *FileError values, with no report.
+// returned, joined, as *FileError values, with no report. A nil lk is an
+// empty lock (every agent UNLOCKED).
 func Check(reg *manifest.Registry, lk *Lock, open func(path string) ([]byte, error)) (*Report, error) {
+	if lk == nil {
+		lk = &Lock{Version: Version}
+	}
 	paths := distinctPaths(reg)
 	index := make(map[string]int, len(paths))
 	for i, p := range paths {
@@ -190,9 +194,9 @@ func Diagnose(data []byte, locked [32]byte) string {
 	}
 	boms = append(boms, step{})
 	if bytes.HasPrefix(data, bom) {
-		boms = append(boms, step{"UTF-8 BOM", "BOM in the file, none when locked", func(b []byte) []byte { return b[len(bom):] }})
+		boms = append(boms, step{"UTF-8 BOM", "in the file, not when locked", func(b []byte) []byte { return b[len(bom):] }})
 	} else {
-		boms = append(boms, step{"UTF-8 BOM", "BOM when locked, none in the file", func(b []byte) []byte { return append(slices.Clip(bom), b...) }})
+		boms = append(boms, step{"UTF-8 BOM", "when locked, not in the file", func(b []byte) []byte { return append(slices.Clip(bom), b...) }})
 	}
 	wss = append(wss, step{})
 	if !bytes.Equal(trimTrailingSpace(data), data) {
@@ -245,9 +249,9 @@ func Diagnose(data []byte, locked [32]byte) string {
 	details := make([]string, len(best))
 	for i, s := range best {
 		names[i] = s.name
-		details[i] = s.name + " " + s.detail
+		details[i] = s.name + ": " + s.detail
 	}
-	return "only " + strings.Join(names, ", ") + ": " + strings.Join(details, "; ")
+	return strings.Join(names, " and ") + " only (" + strings.Join(details, "; ") + ")"
 }
 
 func toLF(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")) }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // MaxPromptSize is the largest prompt file the openers read, in bytes.
@@ -36,21 +37,14 @@ func (d *Dir) Close() error { return d.root.Close() }
 // block, a device would never end) and files over MaxPromptSize
 // (ErrTooLarge). A missing file gives an error matching fs.ErrNotExist.
 func (d *Dir) ReadFile(p string) ([]byte, error) {
-	name := filepath.FromSlash(p)
-	fi, err := d.root.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())
-	}
-	f, err := d.root.Open(name)
+	// O_NONBLOCK: opening a FIFO must not block; it is refused below.
+	f, err := d.root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	// Stat the open file too: the path may have been swapped since.
-	if fi, err = f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {

@@ -10,14 +10,11 @@ import (
 	"github.com/govledger/govledger/manifest"
 )
 
-// Opener returns the bytes of the prompt file at a slash-separated path
-// relative to the registry folder. Generate and Check call it once per
-// distinct path, from several goroutines at once. (*Dir).ReadFile and
-// DirOpener are openers.
-type Opener func(path string) ([]byte, error)
-
 // Generate returns the lock of reg: every agent's version, prompt path and
-// the SHA-256 of its prompt file's raw bytes, read once through open. The
+// the SHA-256 of its prompt file's raw bytes, read once through open. open
+// returns the bytes at a slash-separated path relative to the registry
+// folder ((*Dir).ReadFile and DirOpener's result are such functions); it is
+// called once per distinct path, from several goroutines at once. The
 // files are read and hashed in parallel (runtime.NumCPU workers). When a
 // file cannot be read, Generate returns every such failure joined, each a
 // *FileError, and no lock.

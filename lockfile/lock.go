@@ -76,6 +76,9 @@ func Parse(name string, data []byte) (*Lock, error) {
 		}
 		return nil, manifest.ErrorList{{File: name, Err: fmt.Errorf("%w: %v", ErrSyntax, err)}}
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); t[0] != '{' {
+		return nil, manifest.ErrorList{{File: name, Line: 1, Col: 1, Err: fmt.Errorf("%w: want a JSON object", ErrSyntax)}}
+	}
 	pos := newPositions(data)
 	var errs manifest.ErrorList
 	add := func(ptr string, err error) {
@@ -205,8 +208,12 @@ type positions struct {
 	off  map[string]int64
 }
 
-func newPositions(data []byte) *positions {
-	p := &positions{data: data, off: map[string]int64{}}
+func newPositions(data []byte) *positions { return &positions{data: data} }
+
+// index builds the map on first use: valid files never pay for it.
+func (p *positions) index() {
+	p.off = map[string]int64{}
+	data := p.data
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
 	for {
 		off := dec.InputOffset()
@@ -221,10 +228,12 @@ func newPositions(data []byte) *positions {
 			p.off[ptr] = off
 		}
 	}
-	return p
 }
 
 func (p *positions) at(ptr string) (line, col int) {
+	if p.off == nil {
+		p.index()
+	}
 	for {
 		if off, ok := p.off[ptr]; ok {
 			return strictjson.Position(p.data, off)

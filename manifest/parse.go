@@ -57,6 +57,9 @@ func Parse(name string, data []byte, dir string) (*Registry, error) {
 	if err := strictjson.Unmarshal(name, data, &raw); err != nil {
 		return nil, ErrorList{fromStrict(name, err)}
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); t[0] != '{' {
+		return nil, ErrorList{{File: name, Line: 1, Col: 1, Err: &syntaxError{msg: "want a JSON object", cause: strictjson.ErrType}}}
+	}
 	idx := newPositions(data)
 	var errs ErrorList
 	top := func(ptr string, err error) {
@@ -355,8 +358,12 @@ type positions struct {
 	at0  map[string]int64
 }
 
-func newPositions(data []byte) *positions {
-	p := &positions{data: data, at0: map[string]int64{}}
+func newPositions(data []byte) *positions { return &positions{data: data} }
+
+// index builds the map on first use: valid files never pay for it.
+func (p *positions) index() {
+	p.at0 = map[string]int64{}
+	data := p.data
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
 	for {
 		off := dec.InputOffset()
@@ -371,12 +378,14 @@ func newPositions(data []byte) *positions {
 			p.at0[ptr] = off
 		}
 	}
-	return p
 }
 
 // at returns the line and column of ptr, or of its nearest ancestor that
 // is in the document.
 func (p *positions) at(ptr string) (line, col int) {
+	if p.at0 == nil {
+		p.index()
+	}
 	for {
 		if off, ok := p.at0[ptr]; ok {
 			return strictjson.Position(p.data, off)

@@ -24,7 +24,7 @@ type Agent struct {
 	Composition  []Component `json:"composition,omitempty"`
 
 	// Skills registries (seed 000) only.
-	AcceptsHandoff     bool     `json:"accepts_handoff,omitempty"`
+	AcceptsHandoff     bool     `json:"accepts_handoff,omitzero"`
 	HandoffCategories  []string `json:"handoff_categories,omitempty"`
 	HandoffDescription string   `json:"handoff_description,omitempty"`
 	HandoffTrigger     string   `json:"handoff_trigger,omitempty"`

@@ -282,6 +282,7 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 	for k := 0; k+1 < len(handoff.val.Content); k += 2 {
 		key, val := handoff.val.Content[k], handoff.val.Content[k+1]
 		f := "handoff/" + key.Value
+		y.pos(key, key.Value, f)
 		switch key.Value {
 		case "accepts_handoff":
 			a.AcceptsHandoff = y.boolean(val, f)
@@ -310,6 +311,25 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 		}
 	}
 	normalize(&a)
+	if a.ID != "" {
+		if err := CheckAgentID(a.ID); err != nil {
+			s := at["agent_id"]
+			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: err})
+		}
+	}
+	switch a.Type {
+	case TypeDomain, TypeArchetype, TypeOrchestrator, "":
+	default:
+		s := at["agent_type"]
+		errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field,
+			Err: fmt.Errorf("%w: %s; want domain, archetype or orchestrator", ErrAgentType, quote(a.Type))})
+	}
+	if a.Version != "" {
+		if err := CheckVersion(a.Version); err != nil {
+			s := at["agent_version"]
+			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: err})
+		}
+	}
 	for _, p := range checkSkillAgent(&a) {
 		s := locateSkill(file, at, p.field)
 		if p.field == "accepts_handoff" || p.field == "handoff_categories" || p.field == "handoff_description" {
@@ -452,7 +472,6 @@ func (y *yamlWalk) boolean(n *yaml.Node, field string) bool {
 }
 
 func (y *yamlWalk) strList(n *yaml.Node, field, name string) []string {
-	y.pos(n, name, field)
 	if n.Kind != yaml.SequenceNode {
 		y.fail(n, field, fmt.Errorf("%w: want a list of strings, got %s", ErrSyntax, describe(n)))
 		return nil
@@ -467,7 +486,6 @@ func (y *yamlWalk) strList(n *yaml.Node, field, name string) []string {
 }
 
 func (y *yamlWalk) composition(n *yaml.Node, field string) []Component {
-	y.pos(n, "composition", field)
 	if n.Kind != yaml.SequenceNode {
 		y.fail(n, field, fmt.Errorf("%w: want a list of {agent_id, percent}, got %s", ErrSyntax, describe(n)))
 		return nil

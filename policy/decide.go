@@ -128,6 +128,9 @@ type side struct {
 	ref    handoff.AgentRef // as the document names it
 	agent  *manifest.Agent  // nil when not named or not registered
 	failed []reason.Code    // the agent checks that failed
+	// unverifiable is set when a governed/1 agent lacks a valid agent_type,
+	// agent_version or prompt_hash (a SCHEMA_INVALID finding).
+	unverifiable bool
 }
 
 func (s *side) named() bool { return s.ref.ID != "" }
@@ -140,7 +143,7 @@ type checker struct {
 	blocks   []string
 	// rule outcomes the attestation is compared with
 	compositionBad bool
-	boundaryBad    bool
+	boundaryBad    []reason.Code // the boundary rules that failed
 }
 
 // add records a reason; like handoff's findings, its message starts with
@@ -213,8 +216,9 @@ func (c *checker) agent(s *side) {
 	}
 	if c.governed() && (s.ref.Type == "" || s.ref.Version == "" || s.ref.PromptHash == "") {
 		// governed/1 requires all three; handoff reported the one missing
-		// or malformed, so the agent cannot count as verified.
-		s.failed = append(s.failed, reason.SchemaInvalid)
+		// or malformed (SCHEMA_INVALID), so the agent's verification is
+		// neither passed nor refuted.
+		s.unverifiable = true
 	}
 	if c.in.State != nil {
 		if seq, blocked := c.in.State.Blocked(id); blocked {
@@ -305,7 +309,7 @@ func (c *checker) boundaries() {
 	}
 	field := agentField(c.rec.Format, "target", "agent_id")
 	if c.rec.Format == handoff.Swarm && !d.AcceptsHandoff {
-		c.boundaryBad = true
+		c.boundaryBad = append(c.boundaryBad, reason.IneligibleTarget)
 		var eligible []string
 		for _, a := range c.in.Registry.Agents {
 			if a.AcceptsHandoff {
@@ -317,7 +321,7 @@ func (c *checker) boundaries() {
 		return
 	}
 	if !c.in.Registry.Allows(s.ID, d.ID) {
-		c.boundaryBad = true
+		c.boundaryBad = append(c.boundaryBad, reason.BoundaryViolation)
 		c.add(reason.BoundaryViolation, reason.Error, field,
 			"%s %s may not hand off to %s (deny by default: not in its handoff_to%s); allowed targets: %s",
 			s.Type, q(s.ID), q(d.ID), via(s), list(c.allowedTargets(s.ID, "")))
@@ -375,7 +379,7 @@ func (c *checker) requestType() {
 	if !c.governed() || d == nil || rt == "" || len(d.RequestTypes) == 0 || slices.Contains(d.RequestTypes, rt) {
 		return
 	}
-	c.boundaryBad = true
+	c.boundaryBad = append(c.boundaryBad, reason.InvalidRequestType)
 	msg := fmt.Sprintf("request type %s is outside the scope of target agent %s, which accepts %s",
 		q(rt), q(d.ID), strings.Join(d.RequestTypes, ", "))
 	if s := c.src.agent; s != nil {
@@ -448,15 +452,15 @@ func (c *checker) attestation() {
 		if !s.named() {
 			return
 		}
-		c.claim(claim, "governance."+s.role+"_agent_verified", len(s.failed) == 0, len(s.failed) > 0,
+		c.claim(claim, "governance."+s.role+"_agent_verified", len(s.failed) == 0 && !s.unverifiable, len(s.failed) > 0,
 			fmt.Sprintf("%s agent %s failed %s", s.role, q(s.ref.ID), codes(s.failed)))
 	}
 	agentClaim(at.SourceAgentVerified, &c.src)
 	agentClaim(at.TargetAgentVerified, &c.dst)
 	c.claim(at.CompositionValid, "governance.composition_valid", bothKnown && !c.compositionBad, c.compositionBad,
 		"an archetype's composition is invalid (COMPOSITION_INVALID)")
-	c.claim(at.BoundariesRespected, "governance.boundaries_respected", bothKnown && !c.boundaryBad, c.boundaryBad,
-		"the collaboration boundaries refuse this handoff")
+	c.claim(at.BoundariesRespected, "governance.boundaries_respected", bothKnown && len(c.boundaryBad) == 0, len(c.boundaryBad) > 0,
+		fmt.Sprintf("the collaboration boundaries refuse this handoff (%s)", codes(c.boundaryBad)))
 }
 
 // claim compares one attestation claim with a check that passed or was

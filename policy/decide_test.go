@@ -216,8 +216,12 @@ func TestDecide(t *testing.T) {
 		{name: "findings of the format come first", payload: governed(t,
 			"handoff_id", "not-a-uuid", "source_agent", agentRef("domain-04-content"), "target_agent", agentRef("domain-05-product")),
 			want: []reason.Code{reason.InvalidID, reason.BoundaryViolation, reason.AttestationMismatch}},
-		{name: "missing prompt hash", payload: governed(t, "source_agent.prompt_hash", nil),
-			want: []reason.Code{reason.SchemaInvalid, reason.AttestationMismatch}},
+		{name: "missing prompt hash: claim neither confirmed nor refuted", payload: governed(t, "source_agent.prompt_hash", nil),
+			want: []reason.Code{reason.SchemaInvalid}},
+		{name: "missing prompt hash and refuted claim", payload: governed(t, "source_agent.prompt_hash", nil, "source_agent.agent_version", "9.9.9"),
+			want: []reason.Code{reason.SchemaInvalid, reason.VersionMismatch, reason.AttestationMismatch}},
+		{name: "missing prompt hash, claim false", payload: governed(t, "source_agent.prompt_hash", nil, "governance.source_agent_verified", false),
+			want: []reason.Code{reason.SchemaInvalid}},
 		{name: "not a document", payload: []byte("\x00\x01\x02"),
 			want: []reason.Code{reason.Unparseable}},
 	}
@@ -279,7 +283,7 @@ func checkDecision(t *testing.T, d *policy.Decision, tc decideCase) {
 func checkFill(t *testing.T, d *policy.Decision, in policy.Input) {
 	t.Helper()
 	if in.State == nil {
-		in.State = &fakeState{manifest: ledger.Sum256(in.Registry.Snapshot)}
+		in.State = &fakeState{manifest: ledger.Sum256(in.Registry.Snapshot), lock: ledger.Sum256([]byte("lock"))}
 	}
 	e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
 	if err := d.Fill(e, in); err != nil {

@@ -83,8 +83,10 @@
 //     (BOUNDARY_VIOLATION or INVALID_REQUEST_TYPE). A claim of false for a
 //     check that ran and passed is a warning (the sender's view of the
 //     registry differs from the ledger's; the handoff itself is sound).
-//     A claim about a check that could not run (an unknown agent) is
-//     neither confirmed nor refuted.
+//     A claim about a check that could not run is neither confirmed nor
+//     refuted: composition and boundaries when an agent is unknown, and an
+//     agent whose agent_type, agent_version or prompt_hash the format
+//     already rejected (SCHEMA_INVALID) but that no other check refuted.
 //
 // Reasons are then ordered by severity (critical, error, warning), keeping
 // the order above within a severity, and the decision is reason.Decide.

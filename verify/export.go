@@ -69,6 +69,8 @@ type claims struct {
 	ContentSHA256 string `json:"content_sha256"`
 }
 
+func (s *exportSource) setEmit(f func(Finding)) { s.emit = f }
+
 func (s *exportSource) Blob(sum ledger.Hash) ([]byte, error) {
 	if s.hasBlob && sum == s.blobSum {
 		return bytes.Clone(s.blob), nil

@@ -51,9 +51,9 @@ func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err err
 	}
 	er, _ := src.(entryReader)
 	r.state = newState(er)
-	if es, ok := src.(*exportSource); ok {
-		es.emit = r.add
-		defer func() { es.emit = nil }()
+	if es, ok := src.(emitter); ok {
+		es.setEmit(r.add)
+		defer es.setEmit(nil)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -125,9 +125,7 @@ func (r *replayer) run() error {
 				return fmt.Errorf("%w: structural check: %w", ErrSource, err)
 			}
 		}
-		for _, f := range fs {
-			r.add(Finding{Seq: f.Seq, Kind: f.Kind, Want: f.Want, Got: f.Got, Message: "structural check: " + structuralMessage(f.Kind)})
-		}
+		r.addStructural(fs)
 	}
 	return r.ctx.Err()
 }
@@ -142,18 +140,63 @@ func (r *replayer) structural() (fs []ledger.Finding, err error) {
 	return r.opts.Structural(r.ctx)
 }
 
-func structuralMessage(kind string) string {
-	switch kind {
-	case KindIndex:
-		return "an index disagrees with the chain"
-	case KindMetaHead:
-		return "the stored head disagrees with the chain"
-	case KindUnknownKey:
-		return "a bucket or key that has no place in a ledger"
-	case KindTree:
-		return "a stored tree hash disagrees with the chain"
+// structuralKinds maps the kinds of ledger.Check to the kinds of this
+// package. Kinds mapped to "" are chain properties the replay judges
+// itself (with blame placed by the chain), so Check's copy is dropped.
+var structuralKinds = map[string]string{
+	ledger.FindUnknownBucket: KindUnknownKey,
+	ledger.FindUnknownKey:    KindUnknownKey,
+	ledger.FindBlobOrphan:    KindUnknownKey,
+	ledger.FindMissingBucket: KindCorrupt,
+	ledger.FindBadValue:      KindCorrupt,
+	ledger.FindSeqGap:        "",
+	ledger.FindUndecodable:   "",
+	ledger.FindSeqMismatch:   "",
+	ledger.FindPrevLink:      "",
+	ledger.FindTimeOrder:     "",
+	ledger.FindMetaHead:      KindMetaHead,
+	ledger.FindTreeHash:      KindTree,
+	ledger.FindTreeExtra:     KindTree,
+	ledger.FindIndexMissing:  KindIndex,
+	ledger.FindIndexExtra:    KindIndex,
+	ledger.FindAccepted:      KindIndex,
+	ledger.FindBlocked:       KindIndex,
+	ledger.FindRedacted:      KindIndex,
+	ledger.FindInForce:       KindIndex,
+	ledger.FindBlobUnremoved: KindIndex,
+	ledger.FindBlobHash:      KindPayload,
+	ledger.FindBlobMissing:   KindPayloadMissing,
+}
+
+// addStructural adds the findings of Options.Structural, in this package's
+// kinds (an unknown kind is kept as is), skipping those the replay made
+// itself: same seq and kind.
+func (r *replayer) addStructural(fs []ledger.Finding) {
+	type sk struct {
+		seq  uint64
+		kind string
 	}
-	return kind
+	have := map[sk]bool{}
+	for _, f := range r.rep.Findings {
+		have[sk{f.Seq, f.Kind}] = true
+	}
+	for _, f := range fs {
+		kind, known := structuralKinds[f.Kind]
+		switch {
+		case !known:
+			kind = f.Kind
+		case kind == "":
+			continue
+		}
+		if kind == KindMetaHead && r.opts.Head != nil {
+			continue // judged by head(), against the chain
+		}
+		if have[sk{f.Seq, kind}] {
+			continue
+		}
+		have[sk{f.Seq, kind}] = true
+		r.add(Finding{Seq: f.Seq, Kind: kind, Want: f.Want, Got: f.Got, Message: "structural check: " + f.Kind})
+	}
 }
 
 // entry judges one stored entry. Findings never stop the replay; only a
@@ -227,9 +270,9 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 	r.rep.Counts[e.Kind]++
 	switch e.Kind {
 	case ledger.KindSnapshot:
-		r.snapshot(e)
+		r.snapshot(seq, e)
 	case ledger.KindHandoff:
-		r.handoff(e)
+		r.handoff(seq, e)
 	case ledger.KindUnblock:
 		delete(r.state.blocked, e.Agent)
 	case ledger.KindRedaction:
@@ -351,12 +394,14 @@ func (r *replayer) blobsMissing() {
 	}
 }
 
-func (r *replayer) snapshot(e *ledger.Entry) {
+// snapshot judges a snapshot entry stored as seq (findings name the seq
+// it is stored under, which differs from e.Seq only in a damaged chain).
+func (r *replayer) snapshot(seq uint64, e *ledger.Entry) {
 	sum := *e.ContentSHA256
-	b := r.blob(e.Seq, KindSnapshot, sum, *e.Size)
+	b := r.blob(seq, KindSnapshot, sum, *e.Size)
 	if b != nil && !r.opts.SkipReevaluate {
 		if err := r.snap.parse(e.What, sum, b); err != nil {
-			r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
+			r.add(Finding{Seq: seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
 		}
 	}
 	if e.What == ledger.SnapshotLock {
@@ -367,37 +412,37 @@ func (r *replayer) snapshot(e *ledger.Entry) {
 	}
 }
 
-func (r *replayer) handoff(e *ledger.Entry) {
+func (r *replayer) handoff(seq uint64, e *ledger.Entry) {
 	r.rep.Counts[e.Decision]++
 	st := r.state
 	inForce := true
 	if !st.hasManifest || *e.ManifestSHA256 != st.manifest {
 		inForce = false
-		r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Want: hashOrNone(st.manifest, st.hasManifest), Got: e.ManifestSHA256.String(),
+		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.manifest, st.hasManifest), Got: e.ManifestSHA256.String(),
 			Message: "manifest_sha256 is not the manifest snapshot in force"})
 	}
 	if !st.hasLock || *e.LockSHA256 != st.lock {
 		inForce = false
-		r.add(Finding{Seq: e.Seq, Kind: KindSnapshot, Want: hashOrNone(st.lock, st.hasLock), Got: e.LockSHA256.String(),
+		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.lock, st.hasLock), Got: e.LockSHA256.String(),
 			Message: "lock_sha256 is not the lock snapshot in force"})
 	}
 	tooLarge := slices.ContainsFunc(*e.Reasons, func(x reason.Reason) bool { return x.Code == reason.PayloadTooLarge })
 	var payload []byte
 	if !tooLarge {
-		payload = r.blob(e.Seq, KindPayload, *e.PayloadSHA256, *e.PayloadSize)
+		payload = r.blob(seq, KindPayload, *e.PayloadSHA256, *e.PayloadSize)
 	}
 	if !r.opts.SkipReevaluate {
-		if inForce && (payload != nil || tooLarge) && r.reevaluate(e, payload) {
+		if inForce && (payload != nil || tooLarge) && r.reevaluate(seq, e, payload) {
 			r.rep.Counts["reevaluated"]++
 		} else {
 			r.rep.Counts["not_reevaluated"]++
 		}
 	}
 	if e.Decision == reason.Accepted && e.HandoffID.Valid {
-		st.accept(e.HandoffID.S, e.Seq, *e.PayloadSHA256)
+		st.accept(e.HandoffID.S, seq, *e.PayloadSHA256)
 	}
 	for _, a := range e.Blocks {
-		st.blocked[a] = e.Seq
+		st.blocked[a] = seq
 	}
 }
 
@@ -408,12 +453,12 @@ func hashOrNone(h ledger.Hash, ok bool) string {
 	return h.String()
 }
 
-// reasonList renders reasons as "CODE/severity,…", the part of them the
-// replay compares (messages may name seqs and hashes of the moment).
+// reasonList renders reasons as "CODE/severity/field,…" (messages are
+// compared separately, when the replay can reproduce them exactly).
 func reasonList(rs []reason.Reason) string {
 	parts := make([]string, len(rs))
 	for i, x := range rs {
-		parts[i] = string(x.Code) + "/" + string(x.Severity)
+		parts[i] = string(x.Code) + "/" + string(x.Severity) + "/" + x.Field
 	}
 	return strings.Join(parts, ",")
 }

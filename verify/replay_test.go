@@ -113,14 +113,14 @@ func TestReplayFindings(t *testing.T) {
 		}, firstBad: 5, kinds: "5:gap 6:prev"},
 		{name: "swapped", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.raws[3], c.src.raws[4] = c.src.raws[4], c.src.raws[3]
-		}, firstBad: 4, kinds: "4:gap 4:prev 5:gap 5:prev 5:hash"},
+		}, firstBad: 4, kinds: "4:gap 4:prev 5:gap 5:time_backwards 5:prev 5:hash"},
 		{name: "duplicated", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.keys = append(c.src.keys, 10)
 			c.src.raws = append(c.src.raws, c.src.raws[5])
-		}, firstBad: 10, kinds: "10:gap 10:prev"},
+		}, firstBad: 10, kinds: "10:gap 10:time_backwards 10:snapshot 10:prev"},
 		{name: "repeated-key", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.keys[5] = 5
-		}, firstBad: 5, kinds: "5:gap 5:gap 7:gap"},
+		}, firstBad: 5, kinds: "5:gap 5:gap 6:gap"},
 		{name: "first-prev", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			mutate(t, c, 1, func(e *ledger.Entry) { e.Prev[0] = 1 })
 		}, firstBad: 1, kinds: "1:prev 1:hash"},
@@ -143,7 +143,7 @@ func TestReplayFindings(t *testing.T) {
 		}, firstBad: 9, kinds: "9:meta_head"},
 		{name: "not-canonical", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.raws[2] = append([]byte(" "), c.src.raws[2]...)
-		}, firstBad: 3, kinds: "3:malformed 3:hash"},
+		}, firstBad: 3, kinds: "3:not_canonical 3:hash"},
 		{name: "not-canonical-escape", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.raws[4] = bytes.Replace(c.src.raws[4], []byte(`"agent":"a"`), []byte(`"agent":"\u0061"`), 1)
 		}, firstBad: 5, kinds: "5:not_canonical 5:hash"},
@@ -155,7 +155,7 @@ func TestReplayFindings(t *testing.T) {
 		}, firstBad: 6, kinds: "6:payload"},
 		{name: "payload-damaged-in-ledger", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.blobErr = fmt.Errorf("blob: %w", ledger.ErrCorrupt)
-		}, firstBad: 1, kinds: "1:snapshot 2:snapshot 4:payload 6:payload 8:snapshot 9:payload", redacted: "[]"},
+		}, firstBad: 1, kinds: "1:snapshot 2:snapshot 3:payload 4:payload 6:payload 8:snapshot 9:payload", redacted: "[]"},
 		{name: "payload-missing", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			delete(c.src.blobs, ledger.Sum256([]byte("payload four")))
 		}, firstBad: 9, kinds: "9:payload_missing"},
@@ -175,7 +175,7 @@ func TestReplayFindings(t *testing.T) {
 			c.head = ledger.LeafHash(c.src.raws[7])
 			c.now = c.now.Add(-time.Hour)
 			c.handoff("h4", []byte("payload four"), manifestV1, lockV2, nil, nil)
-		}},
+		}, kinds: "9:time_backwards", ok: true},
 		{name: "structural", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			o.Structural = func(context.Context) ([]ledger.Finding, error) {
 				return []ledger.Finding{{Seq: 4, Kind: "index", Want: "x", Got: "y"}, {Kind: "unknown_key", Got: "bucket evil"}}, nil
@@ -186,7 +186,7 @@ func TestReplayFindings(t *testing.T) {
 		}, kinds: "0:corrupt"},
 		{name: "scan-corrupt", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.failAt, c.src.failErr = 4, &ledger.RecordError{Op: "scan", Err: ledger.ErrCorrupt}
-		}, firstBad: 5, kinds: "5:corrupt", redacted: "[]"},
+		}, firstBad: 3, kinds: "3:payload_missing 5:corrupt", redacted: "[]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package verify
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/govledger/govledger/ledger"
 )
@@ -27,18 +29,72 @@ type entryReader interface {
 	entry(seq uint64) (*ledger.Entry, error)
 }
 
+// emitter is implemented by the package's sources, which find problems of
+// their own while reading (an export's line syntax, a damaged key). Replay
+// sets the function that adds such findings to its report.
+type emitter interface{ setEmit(func(Finding)) }
+
 // LedgerSource returns a Source reading l. Replay through it is read-only.
-func LedgerSource(l *ledger.Ledger) Source { return ledgerSource{l} }
+//
+// Entries walks the entries bucket in key order (ledger.Ledger.Scan from
+// key 0). If the walk fails on a damaged key (an error wrapping
+// ledger.ErrCorrupt), it goes on seq by seq with Get from the first seq it
+// did not deliver up to the stored head, so that the rest of the chain is
+// still judged; inside Replay the damage becomes a finding of kind
+// "corrupt" (outside, Entries returns the error after the walk).
+func LedgerSource(l *ledger.Ledger) Source { return &ledgerSource{l: l} }
 
-type ledgerSource struct{ l *ledger.Ledger }
-
-func (s ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
-	return s.l.Scan(ctx, 0, fn)
+type ledgerSource struct {
+	l    *ledger.Ledger
+	emit func(Finding) // set by Replay
 }
 
-func (s ledgerSource) Blob(sum ledger.Hash) ([]byte, error) { return s.l.Blob(sum) }
+func (s *ledgerSource) setEmit(f func(Finding)) { s.emit = f }
 
-func (s ledgerSource) entry(seq uint64) (*ledger.Entry, error) {
+func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
+	var next uint64
+	var fnErr error
+	err := s.l.Scan(ctx, 0, func(seq uint64, raw []byte) error {
+		next = seq + 1
+		fnErr = fn(seq, raw)
+		return fnErr
+	})
+	if err == nil || fnErr != nil || !errors.Is(err, ledger.ErrCorrupt) {
+		return err
+	}
+	if s.emit != nil {
+		s.emit(Finding{Seq: 0, Kind: KindCorrupt, Message: fmt.Sprintf("walking the entries: %v; the entries after seq %d were read one by one", err, next-min(next, 1))})
+	}
+	head, _, herr := s.l.Head()
+	if herr != nil {
+		return herr
+	}
+	for seq := max(next, 1); ; seq++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, raw, gerr := s.l.Get(seq)
+		switch {
+		case raw != nil:
+			if err := fn(seq, raw); err != nil {
+				return err
+			}
+		case errors.Is(gerr, ledger.ErrNotFound):
+			if seq > head {
+				if s.emit == nil {
+					return err
+				}
+				return nil
+			}
+		default:
+			return gerr
+		}
+	}
+}
+
+func (s *ledgerSource) Blob(sum ledger.Hash) ([]byte, error) { return s.l.Blob(sum) }
+
+func (s *ledgerSource) entry(seq uint64) (*ledger.Entry, error) {
 	e, _, err := s.l.Get(seq)
 	return e, err
 }

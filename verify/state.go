@@ -24,8 +24,9 @@ type state struct {
 	manifest, lock       ledger.Hash
 	hasManifest, hasLock bool
 
-	reader  entryReader // may be nil
-	current ledger.Hash // payload hash of the handoff being judged
+	reader       entryReader // may be nil
+	current      ledger.Hash // payload hash of the handoff being judged
+	approximated bool        // Accepted returned a payload hash that is not the stored one
 }
 
 type accepted struct {
@@ -79,6 +80,7 @@ func (s *state) Accepted(id string) (uint64, ledger.Hash, bool) {
 	}
 	other := s.current
 	other[0] ^= 0xff
+	s.approximated = true
 	return a.seq, other, true
 }
 

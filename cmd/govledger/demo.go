@@ -80,6 +80,10 @@ func renderDemo(w io.Writer, st *demo.Story, kept bool) {
 	fmt.Fprintf(w, "govledger demo: registry of %d agents, prompts locked, ledger clock pinned to %s\n\n",
 		st.Agents, demo.Epoch.Format("2006-01-02T15:04:05Z"))
 	for _, s := range st.Steps {
+		if s.Kind == ledger.KindSnapshot {
+			fmt.Fprintf(w, "seq %2d  SNAPSHOT  %s\n", s.Seq, s.Story)
+			continue
+		}
 		if s.Kind == ledger.KindUnblock {
 			fmt.Fprintf(w, "seq %2d  UNBLOCK   %s — %s\n", s.Seq, s.Target, s.Story)
 			continue

@@ -136,7 +136,10 @@ func anchor(c *cli.Context, l *ledger.Ledger, res *verifyResult) error {
 	res.Anchor, res.AnchorOK = ar, &ok
 	if err != nil {
 		var ae *checkpoint.AnchorError
-		if !errors.As(err, &ae) && !errors.Is(err, checkpoint.ErrRollback) && !errors.Is(err, checkpoint.ErrFork) {
+		// A checkpoint that does not verify under the trusted key is a
+		// finding (someone re-signed history), not bad input.
+		if !errors.As(err, &ae) && !errors.Is(err, checkpoint.ErrRollback) && !errors.Is(err, checkpoint.ErrFork) &&
+			!errors.Is(err, checkpoint.ErrUnknownKey) && !errors.Is(err, checkpoint.ErrBadSignature) {
 			return inputErr(fmt.Errorf("checkpoint: %w", err))
 		}
 		res.AnchorErr = err.Error()

@@ -151,6 +151,10 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.file, err)
 		}
+		for _, sn := range o.Appended[:len(o.Appended)-1] {
+			st.Steps = append(st.Steps, Step{Kind: ledger.KindSnapshot, Seq: sn.Entry.Seq, Hash: sn.Hash.String(),
+				Story: fmt.Sprintf("%s snapshot of the %s comes into force", sn.Entry.What, s.registry)})
+		}
 		a := o.Entry()
 		step := Step{File: s.file, Story: s.story, Kind: ledger.KindHandoff, Decision: o.Decision.Decision,
 			Reasons: o.Decision.Reasons, Seq: a.Entry.Seq, Hash: a.Hash.String()}

@@ -81,13 +81,14 @@ func (l *Log) AppendRaw(canonical []byte) error {
 func (l *Log) AppendHandoff(id string, payload []byte) (uint64, error) {
 	sum := ledger.Sum256(payload)
 	size := int64(len(payload))
-	var zero ledger.Hash
+	// Not the zero hash: omitzero would drop a *Hash to all zeros.
+	snap := ledger.Sum256([]byte("snapshot"))
 	rs := []reason.Reason{}
 	e := &ledger.Entry{Kind: ledger.KindHandoff,
 		Format: ledger.Str("governed/1"), Decision: reason.Accepted, Reasons: &rs,
 		HandoffID: ledger.Str(id), Source: ledger.Str("domain-05-product"), Target: ledger.Str("domain-02-analysis"),
 		WorkflowID: ledger.Null(), PayloadSHA256: &sum, PayloadSize: &size,
-		ManifestSHA256: &zero, LockSHA256: &zero}
+		ManifestSHA256: &snap, LockSHA256: &snap}
 	if err := l.append(e); err != nil {
 		return 0, err
 	}

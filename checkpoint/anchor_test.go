@@ -1,0 +1,278 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/ledger"
+)
+
+const origin = "example.com/ledger"
+
+// TestAnchorTamperClasses builds, through the ledger API, the tampered
+// ledgers a chain cannot see (RELIABILITY T2, T4, T5, T7): each passes a
+// chain walk on its own, and each is caught against a checkpoint of the
+// original.
+func TestAnchorTamperClasses(t *testing.T) {
+	s, _, vkey := testKey(t, origin, "k1")
+	orig := openLedger(t, origin)
+	fill(t, orig, 20, "h")
+	cpMsg, err := checkpoint.Make(orig, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	tests := []struct {
+		name  string
+		build func(t *testing.T) *ledger.Ledger
+		kind  string
+		want  error
+	}{
+		{"truncated tail", func(t *testing.T) *ledger.Ledger {
+			l := openLedger(t, origin)
+			fill(t, l, 15, "h") // same bytes as orig's first 15
+			return l
+		}, checkpoint.KindTruncated, checkpoint.ErrTruncated},
+		{"rewritten suffix re-hashed", func(t *testing.T) *ledger.Ledger {
+			l := openLedger(t, origin)
+			fill(t, l, 11, "h")
+			fill(t, l, 25, "evil") // entries 12.. differ, chain re-hashed, even longer
+			return l
+		}, checkpoint.KindRewritten, checkpoint.ErrRewritten},
+		{"rewritten same length", func(t *testing.T) *ledger.Ledger {
+			l := openLedger(t, origin)
+			fill(t, l, 19, "h")
+			fill(t, l, 20, "evil")
+			return l
+		}, checkpoint.KindRewritten, checkpoint.ErrRewritten},
+		{"fresh empty ledger, same origin", func(t *testing.T) *ledger.Ledger {
+			return openLedger(t, origin)
+		}, checkpoint.KindTruncated, checkpoint.ErrTruncated},
+		{"fresh empty ledger, default origin", func(t *testing.T) *ledger.Ledger {
+			return openLedger(t, "")
+		}, checkpoint.KindOrigin, checkpoint.ErrOtherLedger},
+		{"same entries, another origin", func(t *testing.T) *ledger.Ledger {
+			l := openLedger(t, "example.com/impostor")
+			fill(t, l, 20, "h")
+			return l
+		}, checkpoint.KindOrigin, checkpoint.ErrOtherLedger},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := tt.build(t)
+			// Documented limit: the chain alone does not see it.
+			chainWalk(t, l)
+			_, err := checkpoint.VerifyAnchorContext(ctx, l, cpMsg, vkey, "")
+			var ae *checkpoint.AnchorError
+			if !errors.As(err, &ae) || ae.Kind != tt.kind || !errors.Is(err, tt.want) || !errors.Is(err, checkpoint.ErrAnchor) {
+				t.Fatalf("VerifyAnchor = %v, want AnchorError kind %s", err, tt.kind)
+			}
+			if ae.Size != 20 {
+				t.Fatalf("AnchorError.Size = %d, want 20", ae.Size)
+			}
+		})
+	}
+	t.Run("untampered", func(t *testing.T) {
+		fill(t, orig, 30, "h") // grows after the checkpoint: still extends it
+		rep, err := checkpoint.VerifyAnchorContext(ctx, orig, cpMsg, vkey, "")
+		if err != nil || !rep.Consistent || rep.CheckpointSize != 20 || rep.LedgerSize != 30 {
+			t.Fatalf("VerifyAnchor = %+v, %v", rep, err)
+		}
+	})
+	t.Run("attacker re-signs", func(t *testing.T) {
+		evil, _, _ := testKey(t, origin, "attacker")
+		l := openLedger(t, origin)
+		fill(t, l, 5, "evil")
+		msg, _ := checkpoint.Make(l, evil)
+		if _, err := checkpoint.VerifyAnchorContext(ctx, l, msg, vkey, ""); !errors.Is(err, checkpoint.ErrUnknownKey) {
+			t.Fatalf("VerifyAnchor(attacker checkpoint) = %v, want ErrUnknownKey", err)
+		}
+	})
+}
+
+// TestStateRollbackAndFork: T5 (restore an older copy) and T6 (fork).
+func TestStateRollbackAndFork(t *testing.T) {
+	s, v, vkey := testKey(t, origin, "k1")
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := openLedger(t, origin)
+	fill(t, l, 10, "h")
+	old, _ := checkpoint.Make(l, s)
+	backup := openLedger(t, origin) // the "older backup": same first 10 entries
+	fill(t, backup, 10, "h")
+
+	rep, err := checkpoint.VerifyAnchorContext(ctx, l, old, vkey, dir)
+	if err != nil || !rep.StateUpdated {
+		t.Fatalf("first VerifyAnchor = %+v, %v", rep, err)
+	}
+	fill(t, l, 20, "h")
+	newer, _ := checkpoint.Make(l, s)
+	rep, err = checkpoint.VerifyAnchorContext(ctx, l, newer, vkey, dir)
+	if err != nil || !rep.StateUpdated || rep.StateSize != 20 {
+		t.Fatalf("second VerifyAnchor = %+v, %v", rep, err)
+	}
+	// The old checkpoint still verifies against the live ledger, without
+	// moving the state back.
+	rep, err = checkpoint.VerifyAnchorContext(ctx, l, old, vkey, dir)
+	if err != nil || rep.StateUpdated || rep.StateSize != 20 {
+		t.Fatalf("old checkpoint VerifyAnchor = %+v, %v", rep, err)
+	}
+
+	// T5: the DB is replaced by the backup; its own old checkpoint verifies
+	// against it, but the state has seen size 20.
+	_, err = checkpoint.VerifyAnchorContext(ctx, backup, old, vkey, dir)
+	var se *checkpoint.StateError
+	if !errors.Is(err, checkpoint.ErrRollback) || !errors.As(err, &se) || se.Stored.Size != 20 {
+		t.Fatalf("rollback: VerifyAnchor = %v, want ErrRollback with stored size 20", err)
+	}
+
+	// T6: a fork of the same origin from seq 11 on, checkpointed with the
+	// real key (the key holder forked, or the key leaked).
+	fork := openLedger(t, origin)
+	fill(t, fork, 10, "h")
+	fill(t, fork, 25, "fork")
+	forkCP, _ := checkpoint.Make(fork, s)
+	_, err = checkpoint.VerifyAnchorContext(ctx, fork, forkCP, vkey, dir)
+	if !errors.Is(err, checkpoint.ErrFork) || !errors.As(err, &se) || se.Stored.Size != 20 {
+		t.Fatalf("fork: VerifyAnchor = %v, want ErrFork", err)
+	}
+
+	// State.Update directly: older → rollback, same size other root → fork,
+	// bad proof → fork with the proof as evidence.
+	st, err := checkpoint.OpenState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, _ := checkpoint.Open(old, note.VerifierList(v), origin)
+	if _, err := st.Update(ctx, oc, l.ProveConsistency); !errors.Is(err, checkpoint.ErrRollback) {
+		t.Fatalf("Update(older) = %v, want ErrRollback", err)
+	}
+	fork20 := openLedger(t, origin)
+	fill(t, fork20, 10, "h")
+	fill(t, fork20, 20, "fork")
+	f20, _ := checkpoint.Make(fork20, s)
+	fc, _ := checkpoint.Open(f20, note.VerifierList(v), origin)
+	if _, err := st.Update(ctx, fc, fork20.ProveConsistency); !errors.Is(err, checkpoint.ErrFork) {
+		t.Fatalf("Update(same size, other root) = %v, want ErrFork", err)
+	}
+	fc25, _ := checkpoint.Open(forkCP, note.VerifierList(v), origin)
+	_, err = st.Update(ctx, fc25, fork.ProveConsistency)
+	if !errors.As(err, &se) || !errors.Is(err, checkpoint.ErrFork) || len(se.Proof) == 0 || se.Offered.Size != 25 {
+		t.Fatalf("Update(fork with proof) = %v, want ErrFork with proof evidence", err)
+	}
+	if latest, _ := st.Latest(origin); latest.Size != 20 {
+		t.Fatalf("state moved to %d after refusals", latest.Size)
+	}
+}
+
+// TestStateConcurrentCAS: many goroutines offer checkpoints of growing
+// sizes; the state ends at the largest, never goes back, and every refusal
+// is a rollback (never a torn or forked state).
+func TestStateConcurrentCAS(t *testing.T) {
+	s, v, _ := testKey(t, origin, "k1")
+	l := openLedger(t, origin)
+	var cps []*checkpoint.Checkpoint
+	for n := uint64(3); n <= 41; n += 2 {
+		fill(t, l, n, "h")
+		msg, _ := checkpoint.Make(l, s)
+		c, err := checkpoint.Open(msg, note.VerifierList(v), origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cps = append(cps, c)
+	}
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(cps)*2)
+	for i := range 2 {
+		for j := range cps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := cps[(j*7+i*3)%len(cps)]
+				st, err := checkpoint.OpenState(dir) // as separate processes would
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := st.Update(context.Background(), c, l.ProveConsistency); err != nil && !errors.Is(err, checkpoint.ErrRollback) {
+					errs <- fmt.Errorf("size %d: %w", c.Size, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st, _ := checkpoint.OpenState(dir)
+	latest, err := st.Latest(origin)
+	if err != nil || latest.Size != 41 {
+		t.Fatalf("Latest = %v, %v; want size 41", latest, err)
+	}
+}
+
+func TestStateLockHonoursContext(t *testing.T) {
+	s, v, _ := testKey(t, origin, "k1")
+	l := openLedger(t, origin)
+	open := func() *checkpoint.Checkpoint {
+		msg, _ := checkpoint.Make(l, s)
+		c, err := checkpoint.Open(msg, note.VerifierList(v), origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	fill(t, l, 3, "h")
+	c3 := open()
+	fill(t, l, 5, "h")
+	c5 := open()
+	st, _ := checkpoint.OpenState(t.TempDir())
+	if _, err := st.Update(context.Background(), c3, l.ProveConsistency); err != nil {
+		t.Fatal(err)
+	}
+	// A second update holds the lock while its proof is being made.
+	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		_, err := st.Update(context.Background(), c5, func(o, n uint64) (tlog.TreeProof, error) {
+			close(holding)
+			<-release
+			return l.ProveConsistency(o, n)
+		})
+		done <- err
+	}()
+	<-holding
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := st.Update(ctx, c5, l.ProveConsistency); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Update with cancelled ctx while locked = %v, want context.Canceled", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRootFromLeaves(t *testing.T) {
+	l := openLedger(t, origin)
+	fill(t, l, 33, "h")
+	for _, n := range []uint64{0, 1, 2, 3, 17, 32, 33} {
+		got, err := checkpoint.RootFromLeaves(context.Background(), n, func(i uint64) (tlog.Hash, error) {
+			_, raw, err := l.Get(i + 1)
+			return tlog.RecordHash(raw), err
+		})
+		want, _ := l.TreeHash(n)
+		if err != nil || got != want {
+			t.Fatalf("RootFromLeaves(%d) = %x, %v; want %x", n, got, err, want)
+		}
+	}
+}

@@ -1,0 +1,446 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/govledger/govledger/lockfile"
+	"github.com/govledger/govledger/manifest"
+)
+
+func lockCommand(g *globals) *cli.Command {
+	return &cli.Command{
+		Name:      "lock",
+		Usage:     "write or refresh the prompt lock from the registry and prompt files",
+		UsageText: "govledger [--manifest PATH] [--lock PATH] lock [--output text|json]",
+		Description: `lock hashes every agent's prompt file (SHA-256 of the raw bytes) and writes
+prompt-lock.json atomically: sorted, two-space indented, newline-terminated, so an
+unchanged registry rewrites identical bytes ("unchanged"). An invalid registry is
+refused with every problem listed, one per line, and exit code 2.
+
+Examples:
+  govledger lock                                  # prompt-manifest.json -> prompt-lock.json
+  govledger --manifest skills/ lock               # a folder of */SKILL.md skills (seed 000)
+  govledger lock check --output github            # the CI gate, see "govledger lock check --help"
+
+` + exitCodeTable,
+		Action: func(c *cli.Context) error {
+			if err := noFlagsAfterArgs(c); err != nil {
+				return err
+			}
+			if c.Args().Present() {
+				return usageErr("lock: unknown argument %q (did you mean 'lock check'?)", c.Args().First())
+			}
+			return runLock(g)
+		},
+		Subcommands: []*cli.Command{lockCheckCommand(g)},
+	}
+}
+
+func lockCheckCommand(g *globals) *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "CI gate: report every drift between the registry, its prompt files and the lock",
+		UsageText: "govledger [--manifest PATH] [--lock PATH] lock check [--output text|json|github|sarif]",
+		Description: `check compares the registry and the SHA-256 of each prompt file's exact bytes with
+prompt-lock.json, and lists every drift:
+
+  CHANGED        the prompt's bytes differ from the lock (or it moved to another path);
+                 when only line endings (CRLF/LF), a UTF-8 BOM, trailing white space or
+                 the final newline differ, it says so: still drift, the lock pins bytes
+  MISSING_FILE   a locked agent's prompt file does not exist
+  UNLOCKED       an agent has no lock entry
+  STALE_ENTRY    the lock names an agent the registry no longer has
+  VERSION_DRIFT  the agent's version differs from the locked version
+
+Output: text (one line per finding), json (schema govledger.lockcheck/v1), github
+(workflow-command annotations) or sarif (SARIF 2.1.0 for code scanning upload).
+
+Examples:
+  govledger lock check
+  govledger lock check --output github
+  govledger --manifest skills/ lock check --output sarif > lockcheck.sarif
+  GOVLEDGER_LOCK=ci/prompt-lock.json govledger lock check --output json
+
+Exit codes: 0 in sync; 1 drift found; 2 unreadable or invalid registry or lock.
+`,
+		Action: func(c *cli.Context) error {
+			if err := noFlagsAfterArgs(c); err != nil {
+				return err
+			}
+			if c.Args().Present() {
+				return usageErr("lock check: unexpected argument %q", c.Args().First())
+			}
+			return runLockCheck(g)
+		},
+	}
+}
+
+// lockResult is what "lock" did.
+type lockResult struct {
+	Schema  string `json:"schema"`
+	Lock    string `json:"lock"`
+	Changed bool   `json:"changed"`
+	Agents  int    `json:"agents"`
+}
+
+func runLock(g *globals) error {
+	if g.output != "text" && g.output != "json" {
+		return usageErr("lock: --output %q: want text or json", g.output)
+	}
+	reg, err := loadRegistry(g)
+	if err != nil {
+		return err
+	}
+	dir, err := lockfile.OpenDir(reg.Dir)
+	if err != nil {
+		return inputErr(fmt.Errorf("registry folder: %w", err))
+	}
+	defer dir.Close()
+	lk, err := lockfile.Generate(reg, dir.ReadFile)
+	if err != nil {
+		return reportLines(g, exitUsage, err)
+	}
+	data := lk.Marshal()
+	old, err := os.ReadFile(g.lock)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return inputErr(fmt.Errorf("lock: %w", err))
+	}
+	res := lockResult{Schema: "govledger.lock/v1", Lock: g.lock, Agents: len(lk.Agents), Changed: !bytes.Equal(old, data)}
+	if res.Changed {
+		if err := lockfile.WriteFile(g.lock, data, 0o644); err != nil {
+			return internalErr(fmt.Errorf("writing %s: %w", g.lock, err))
+		}
+	}
+	if g.output == "json" {
+		return writeJSON(g.stdout, res)
+	}
+	state := "unchanged"
+	if res.Changed {
+		state = "written"
+	}
+	_, err = fmt.Fprintf(g.stdout, "%s: %s (%d agents)\n", g.lock, state, res.Agents)
+	return err
+}
+
+// loadRegistry loads --manifest; an invalid registry is reported one
+// problem per line on stderr (and as annotations under --output github).
+func loadRegistry(g *globals) (*manifest.Registry, error) {
+	reg, err := manifest.Load(g.manifest)
+	if err == nil {
+		return reg, nil
+	}
+	var list manifest.ErrorList
+	if errors.As(err, &list) {
+		return nil, reportList(g, list)
+	}
+	return nil, inputErr(fmt.Errorf("manifest %s: %w", g.manifest, err))
+}
+
+func reportList(g *globals, list manifest.ErrorList) error {
+	for _, e := range list {
+		if g.output == "github" {
+			msg := e.Err.Error()
+			if e.Field != "" {
+				msg = e.Field + ": " + msg
+			}
+			fmt.Fprintf(g.stdout, "::error file=%s,line=%d,col=%d,title=INVALID_INPUT::%s\n",
+				ghProperty(relPath(e.File)), max(e.Line, 1), max(e.Col, 1), ghData(msg))
+		}
+		fmt.Fprintf(g.stderr, "govledger: %s\n", oneLine(e.Error()))
+	}
+	return &exitError{code: exitUsage, err: errFound}
+}
+
+// reportLines prints a (possibly joined) error one line per error and
+// returns code without a further message.
+func reportLines(g *globals, code int, err error) error {
+	for _, l := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(g.stderr, "govledger: %s\n", l)
+	}
+	return &exitError{code: code, err: errFound}
+}
+
+// lockCheckResult is the report of "lock check", rendered by every output.
+type lockCheckResult struct {
+	Schema   string        `json:"schema"`
+	Manifest string        `json:"manifest"`
+	Lock     string        `json:"lock"`
+	InSync   bool          `json:"in_sync"`
+	Agents   int           `json:"agents"`
+	Findings []lockFinding `json:"findings"`
+}
+
+type lockFinding struct {
+	// File is the file at fault, relative to the working directory and
+	// slash-separated: the prompt file, or the lock for STALE_ENTRY.
+	File string `json:"file"`
+	lockfile.Finding
+}
+
+func runLockCheck(g *globals) error {
+	switch g.output {
+	case "text", "json", "github", "sarif":
+	default:
+		return usageErr("lock check: --output %q: want text, json, github or sarif", g.output)
+	}
+	reg, err := loadRegistry(g)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(g.lock)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return inputErr(fmt.Errorf("lock %s does not exist: run 'govledger lock' first", g.lock))
+		}
+		return inputErr(fmt.Errorf("lock: %w", err))
+	}
+	lk, err := lockfile.Parse(g.lock, data)
+	if err != nil {
+		var list manifest.ErrorList
+		if errors.As(err, &list) {
+			return reportList(g, list)
+		}
+		return inputErr(err)
+	}
+	dir, err := lockfile.OpenDir(reg.Dir)
+	if err != nil {
+		return inputErr(fmt.Errorf("registry folder: %w", err))
+	}
+	defer dir.Close()
+	rep, err := lockfile.Check(reg, lk, dir.ReadFile)
+	if err != nil {
+		return reportLines(g, exitUsage, err)
+	}
+	res := lockCheckResult{Schema: "govledger.lockcheck/v1", Manifest: filepath.ToSlash(g.manifest), Lock: filepath.ToSlash(g.lock),
+		InSync: rep.InSync, Agents: rep.Agents, Findings: make([]lockFinding, len(rep.Findings))}
+	for i, f := range rep.Findings {
+		file := relPath(filepath.Join(reg.Dir, filepath.FromSlash(f.PromptPath)))
+		if f.Class == lockfile.StaleEntry {
+			file = relPath(g.lock)
+		}
+		res.Findings[i] = lockFinding{File: file, Finding: f}
+	}
+	switch g.output {
+	case "json":
+		err = writeJSON(g.stdout, res)
+	case "github":
+		err = writeLockGitHub(g.stdout, res)
+	case "sarif":
+		err = writeJSON(g.stdout, lockSARIF(res))
+	default:
+		err = writeLockText(g.stdout, res)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.InSync {
+		return found()
+	}
+	return nil
+}
+
+// relPath makes p relative to the working directory when it is absolute
+// and inside it, and slash-separated (SARIF and GitHub want repository
+// paths).
+func relPath(p string) string {
+	if filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			if r, err := filepath.Rel(wd, p); err == nil && filepath.IsLocal(r) {
+				p = r
+			}
+		}
+	}
+	return filepath.ToSlash(filepath.Clean(p))
+}
+
+// shortHash is the first 12 hex digits of a "sha256:..." digest.
+func shortHash(h string) string {
+	h = strings.TrimPrefix(h, lockfile.DigestPrefix)
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return h
+}
+
+// findingLine is one finding without its class and file.
+func findingLine(f lockFinding) string {
+	var b strings.Builder
+	switch {
+	case f.LockedHash != "" && f.ActualHash != "" && f.LockedHash != f.ActualHash:
+		fmt.Fprintf(&b, "locked %s, now %s: ", shortHash(f.LockedHash), shortHash(f.ActualHash))
+	case f.LockedHash != "" && f.Class != lockfile.StaleEntry:
+		fmt.Fprintf(&b, "locked %s: ", shortHash(f.LockedHash))
+	case f.ActualHash != "":
+		fmt.Fprintf(&b, "now %s: ", shortHash(f.ActualHash))
+	}
+	b.WriteString(f.Message)
+	return b.String()
+}
+
+func writeLockText(w io.Writer, res lockCheckResult) error {
+	var b strings.Builder
+	if res.InSync {
+		fmt.Fprintf(&b, "in sync: %d agents match %s\n", res.Agents, res.Lock)
+	} else {
+		for _, f := range res.Findings {
+			fmt.Fprintf(&b, "%s %s %s: %s\n", f.Class, f.AgentID, f.File, findingLine(f))
+		}
+		fmt.Fprintf(&b, "drift: %d findings for %d agents; review the prompts, then run 'govledger lock'\n", len(res.Findings), res.Agents)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// GitHub workflow commands: https://docs.github.com/actions/reference/workflow-commands-for-github-actions
+func writeLockGitHub(w io.Writer, res lockCheckResult) error {
+	var b strings.Builder
+	if res.InSync {
+		fmt.Fprintf(&b, "::notice title=govledger lock check::in sync: %d agents match %s\n", res.Agents, ghData(res.Lock))
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(&b, "::error file=%s,title=%s::%s\n", ghProperty(f.File), ghProperty(string(f.Class)),
+			ghData(f.AgentID+": "+findingLine(f)))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func ghData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func ghProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// SARIF 2.1.0 (https://docs.oasis-open.org/sarif/sarif/v2.1.0/), the subset
+// GitHub code scanning reads.
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool    sarifTool     `json:"tool"`
+	Results []sarifResult `json:"results"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifText struct {
+	Text string `json:"text"`
+}
+
+type sarifRule struct {
+	ID                   string      `json:"id"`
+	Name                 string      `json:"name"`
+	ShortDescription     sarifText   `json:"shortDescription"`
+	FullDescription      sarifText   `json:"fullDescription"`
+	Help                 sarifText   `json:"help"`
+	DefaultConfiguration sarifConfig `json:"defaultConfiguration"`
+}
+
+type sarifConfig struct {
+	Level string `json:"level"`
+}
+
+type sarifResult struct {
+	RuleID    string          `json:"ruleId"`
+	RuleIndex int             `json:"ruleIndex"`
+	Level     string          `json:"level"`
+	Message   sarifText       `json:"message"`
+	Locations []sarifLocation `json:"locations"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation sarifPhysical `json:"physicalLocation"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation sarifArtifact `json:"artifactLocation"`
+	Region           sarifRegion   `json:"region"`
+}
+
+type sarifArtifact struct {
+	URI string `json:"uri"`
+}
+
+type sarifRegion struct {
+	StartLine int `json:"startLine"`
+}
+
+var lockRules = []sarifRule{
+	{ID: string(lockfile.Changed), Name: "PromptChanged",
+		ShortDescription: sarifText{"Prompt file differs from the lock"},
+		FullDescription:  sarifText{"The SHA-256 of the prompt file's exact bytes differs from prompt-lock.json, or the prompt moved to another path. Line-ending, BOM and trailing-white-space changes are named but are still drift."},
+		Help:             sarifText{"Review the prompt change; if it is intended, run 'govledger lock' and commit prompt-lock.json. For line-ending-only drift, check .gitattributes (eol=lf) and core.autocrlf."}},
+	{ID: string(lockfile.MissingFile), Name: "PromptMissing",
+		ShortDescription: sarifText{"Locked prompt file is missing"},
+		FullDescription:  sarifText{"An agent in the lock has no prompt file at its prompt_path."},
+		Help:             sarifText{"Restore the prompt file, or remove the agent from the registry and run 'govledger lock'."}},
+	{ID: string(lockfile.Unlocked), Name: "AgentUnlocked",
+		ShortDescription: sarifText{"Agent is not in the lock"},
+		FullDescription:  sarifText{"The registry declares an agent that prompt-lock.json does not pin."},
+		Help:             sarifText{"Review the new agent's prompt, then run 'govledger lock' and commit prompt-lock.json."}},
+	{ID: string(lockfile.StaleEntry), Name: "StaleLockEntry",
+		ShortDescription: sarifText{"Lock entry for an unknown agent"},
+		FullDescription:  sarifText{"prompt-lock.json pins an agent that the registry no longer declares."},
+		Help:             sarifText{"Run 'govledger lock' to drop the stale entry, and commit prompt-lock.json."}},
+	{ID: string(lockfile.VersionDrift), Name: "VersionDrift",
+		ShortDescription: sarifText{"Agent version differs from the lock"},
+		FullDescription:  sarifText{"The agent_version in the registry differs from the version recorded in prompt-lock.json."},
+		Help:             sarifText{"Review the version change, then run 'govledger lock' and commit prompt-lock.json."}},
+}
+
+func lockSARIF(res lockCheckResult) sarifLog {
+	rules := make([]sarifRule, len(lockRules))
+	for i, r := range lockRules {
+		r.DefaultConfiguration.Level = "error"
+		rules[i] = r
+	}
+	run := sarifRun{
+		Tool: sarifTool{Driver: sarifDriver{Name: "govledger", InformationURI: "https://github.com/govledger/govledger",
+			Rules: rules}},
+		Results: []sarifResult{},
+	}
+	for _, f := range res.Findings {
+		idx := 0
+		for i, r := range lockRules {
+			if r.ID == string(f.Class) {
+				idx = i
+			}
+		}
+		run.Results = append(run.Results, sarifResult{
+			RuleID: string(f.Class), RuleIndex: idx, Level: "error",
+			Message: sarifText{f.AgentID + ": " + findingLine(f)},
+			Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
+				ArtifactLocation: sarifArtifact{URI: (&url.URL{Path: f.File}).EscapedPath()},
+				Region:           sarifRegion{StartLine: 1},
+			}}},
+		})
+	}
+	return sarifLog{
+		Schema:  "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
+		Version: "2.1.0",
+		Runs:    []sarifRun{run},
+	}
+}

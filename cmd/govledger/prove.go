@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/checkpoint/bundle"
+	"github.com/govledger/govledger/ledger"
+)
+
+func proveCommand(g *globals) *cli.Command {
+	var keyFile, keyName, cpFile, out, consistency string
+	return &cli.Command{
+		Name:      "prove",
+		Usage:     "write an offline proof bundle: entry SEQ is in the ledger, or the ledger extends an old checkpoint",
+		ArgsUsage: "SEQ",
+		Description: `prove writes a JSON proof bundle that "govledger verify-proof" (or a short script,
+see the README) checks without the database:
+
+  govledger prove --key ledger.key 42 --out entry42.proof.json
+  govledger prove --checkpoint published.txt 42        # against a published checkpoint
+  govledger prove --consistency old.txt --key ledger.key --out grew.proof.json
+
+An inclusion bundle ("govledger.proof/v1") holds the entry's canonical bytes,
+its hash, its payload (unless redacted), the RFC 6962 audit path and a signed
+checkpoint. A consistency bundle ("govledger.consistency/v1") holds the old and
+new checkpoints and the consistency proof between them. Hashes are lowercase hex.
+Give --key (sign a fresh checkpoint at the current size; adds no entry) or
+--checkpoint (prove against an existing checkpoint of this ledger).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "key", Usage: "signer key file: sign a new checkpoint to prove against", Destination: &keyFile},
+			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)", Destination: &keyName},
+			&cli.StringFlag{Name: "checkpoint", Usage: "prove against this existing signed checkpoint instead", Destination: &cpFile},
+			&cli.StringFlag{Name: "consistency", Usage: "OLD_CHECKPOINT file: prove the ledger extends it (no SEQ)", Destination: &consistency},
+			&cli.StringFlag{Name: "out", Usage: "write the bundle to this file (atomically) instead of stdout", Destination: &out},
+		},
+		Action: func(c *cli.Context) error {
+			if err := noFlagsAfterArgs(c); err != nil {
+				return err
+			}
+			if (keyFile == "") == (cpFile == "") {
+				return usageErr("prove: give exactly one of --key and --checkpoint")
+			}
+			var seq uint64
+			if consistency == "" {
+				if c.NArg() != 1 {
+					return usageErr("prove: want one SEQ (or --consistency OLD_CHECKPOINT)")
+				}
+				n, err := strconv.ParseUint(c.Args().First(), 10, 64)
+				if err != nil || n == 0 {
+					return usageErr("prove: SEQ %q is not a positive integer", c.Args().First())
+				}
+				seq = n
+			} else if c.NArg() != 0 {
+				return usageErr("prove --consistency takes no SEQ")
+			}
+			l, err := openLedgerRead(g)
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			opts := &bundle.Options{}
+			if keyFile != "" {
+				if opts.Signer, err = loadSigner(keyFile, keyName, l.Origin()); err != nil {
+					return err
+				}
+			} else if opts.Checkpoint, err = os.ReadFile(cpFile); err != nil {
+				return inputErr(err)
+			}
+			var b any
+			if consistency != "" {
+				old, err := os.ReadFile(consistency)
+				if err != nil {
+					return inputErr(err)
+				}
+				b, err = bundle.ProveConsistency(l, old, opts)
+				if err != nil {
+					return proveErr(err)
+				}
+			} else {
+				b, err = bundle.Prove(l, seq, opts)
+				if err != nil {
+					return proveErr(err)
+				}
+			}
+			data, err := bundle.Marshal(b)
+			if err != nil {
+				return internalErr(err)
+			}
+			if out == "" {
+				_, err := g.stdout.Write(data)
+				return err
+			}
+			if err := checkpoint.WriteFileAtomic(out, data, 0o644); err != nil {
+				return internalErr(err)
+			}
+			if g.output == "json" {
+				return writeJSON(g.stdout, proveResult{Schema: "govledger.prove/v1", Out: out, Bytes: len(data)})
+			}
+			fmt.Fprintf(g.stdout, "wrote proof bundle to %s\n", out)
+			return nil
+		},
+	}
+}
+
+type proveResult struct {
+	Schema string `json:"schema"`
+	Out    string `json:"out"`
+	Bytes  int    `json:"bytes"`
+}
+
+// proveErr maps a proving failure to its exit code: a bad SEQ or a
+// malformed checkpoint file is the user's input (2); a ledger that does not
+// extend the given checkpoint is a finding (1); the rest is internal (3).
+func proveErr(err error) error {
+	switch {
+	case errors.Is(err, bundle.ErrSeqRange), errors.Is(err, ledger.ErrNotFound),
+		errors.Is(err, checkpoint.ErrMalformed):
+		return inputErr(err)
+	case errors.Is(err, checkpoint.ErrAnchor), errors.Is(err, bundle.ErrInvalid):
+		return &exitError{code: exitFound, err: err}
+	}
+	return internalErr(err)
+}
