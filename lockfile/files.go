@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -17,7 +20,13 @@ const MaxPromptSize = 64 << 20
 // safe for concurrent use; Close it when done.
 type Dir struct {
 	root *os.Root
+
+	mu   sync.Mutex
+	subs map[string]*os.Root // folder -> root opened on it, so a read is one openat
 }
+
+// maxSubRoots caps the folders a Dir keeps open.
+const maxSubRoots = 256
 
 // OpenDir opens dir for reading prompt files.
 func OpenDir(dir string) (*Dir, error) {
@@ -29,7 +38,52 @@ func OpenDir(dir string) (*Dir, error) {
 }
 
 // Close releases the folder.
-func (d *Dir) Close() error { return d.root.Close() }
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.subs {
+		r.Close()
+	}
+	d.subs = nil
+	return d.root.Close()
+}
+
+// sub returns a root opened on folder (inside d's root), or nil.
+func (d *Dir) sub(folder string) *os.Root {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if r, ok := d.subs[folder]; ok {
+		return r
+	}
+	if len(d.subs) >= maxSubRoots {
+		return nil
+	}
+	r, err := d.root.OpenRoot(filepath.FromSlash(folder))
+	if err != nil {
+		return nil
+	}
+	if d.subs == nil {
+		d.subs = map[string]*os.Root{}
+	}
+	d.subs[folder] = r
+	return r
+}
+
+// open opens p read-only and non-blocking (a FIFO must not block; it is
+// refused by the caller). It first tries p's folder's cached root, which
+// costs one openat; a symbolic link that leaves the folder but stays
+// inside d is resolved by retrying through d's root.
+func (d *Dir) open(p string) (*os.File, error) {
+	const flags = os.O_RDONLY | syscall.O_NONBLOCK
+	if folder, file := path.Split(p); folder != "" && file != "" {
+		if r := d.sub(strings.TrimSuffix(folder, "/")); r != nil {
+			if f, err := r.OpenFile(file, flags, 0); err == nil {
+				return f, nil
+			}
+		}
+	}
+	return d.root.OpenFile(filepath.FromSlash(p), flags, 0)
+}
 
 // ReadFile returns the bytes of the regular file at the slash-separated
 // path p. It refuses paths that leave the folder (including through a
@@ -37,8 +91,7 @@ func (d *Dir) Close() error { return d.root.Close() }
 // block, a device would never end) and files over MaxPromptSize
 // (ErrTooLarge). A missing file gives an error matching fs.ErrNotExist.
 func (d *Dir) ReadFile(p string) ([]byte, error) {
-	// O_NONBLOCK: opening a FIFO must not block; it is refused below.
-	f, err := d.root.OpenFile(filepath.FromSlash(p), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := d.open(p)
 	if err != nil {
 		return nil, err
 	}

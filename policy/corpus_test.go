@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -18,30 +19,37 @@ import (
 const corpusDir = "../testdata/handoffs"
 
 type corpusDoc struct {
-	path   string // slash-separated, relative to corpusDir
+	path   string // slash-separated, relative to corpusDir: <format>/<valid|hostile>/<name>
 	data   []byte
-	fromTo bool // vbw/1 and task/1 documents need --from/--to
+	fromTo bool      // vbw/1 and task/1 documents need --from/--to
+	now    time.Time // the "now" of the directory's expect.json, if any
 }
 
-// corpus returns every handoff document under testdata/handoffs (not the
-// expect*.json files), sorted by path.
+// corpus returns every handoff document under testdata/handoffs/<format>/
+// {valid,hostile}/ (not the expect*.json files), sorted by path.
 func corpus(tb testing.TB) []corpusDoc {
 	var docs []corpusDoc
+	nows := map[string]time.Time{}
 	err := filepath.WalkDir(corpusDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), "expect") || !d.Type().IsRegular() {
+		rel, _ := filepath.Rel(corpusDir, path)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if d.IsDir() || len(parts) != 3 || (parts[1] != "valid" && parts[1] != "hostile") || !d.Type().IsRegular() ||
+			strings.HasPrefix(parts[2], "expect") {
 			return nil
+		}
+		dir := filepath.Dir(path)
+		if _, ok := nows[dir]; !ok {
+			nows[dir] = expectNow(tb, filepath.Join(dir, "expect.json"))
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(corpusDir, path)
-		rel = filepath.ToSlash(rel)
-		top, _, _ := strings.Cut(rel, "/")
-		docs = append(docs, corpusDoc{path: rel, data: data, fromTo: top == "vbw" || top == "task"})
+		docs = append(docs, corpusDoc{path: strings.Join(parts, "/"), data: data,
+			fromTo: parts[0] == "vbw" || parts[0] == "task", now: nows[dir]})
 		return nil
 	})
 	if err != nil && !os.IsNotExist(err) {
@@ -50,56 +58,112 @@ func corpus(tb testing.TB) []corpusDoc {
 	return docs
 }
 
+// expectNow reads the "now" of a corpus expect.json (zero if absent).
+func expectNow(tb testing.TB, path string) time.Time {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}
+	}
+	var e struct {
+		Now time.Time `json:"now"`
+	}
+	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(false)); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return e.Now
+}
+
+// policyExpect is testdata/handoffs/governed/expect-policy.json.
+type policyExpect struct {
+	Comment  string                   `json:"comment"`
+	Now      time.Time                `json:"now"`
+	MaxAgeNS int64                    `json:"max_age_ns"`
+	Files    map[string][]reason.Code `json:"files"`
+}
+
 // TestCorpus runs every corpus document through Decide with the example
-// registry and lock: no panic, deterministic, a valid entry; and where
-// testdata/handoffs/<dir>/expect-policy.json names a document, exactly the
-// codes it lists (in order).
+// registry and lock: no panic, deterministic, a valid ledger entry. The
+// governed/1 documents listed in governed/expect-policy.json must give
+// exactly the codes listed there (each code once, in decision order).
 func TestCorpus(t *testing.T) {
 	docs := corpus(t)
 	if len(docs) == 0 {
 		t.Skip("no corpus under " + corpusDir)
 	}
-	expect := map[string][]reason.Code{}
-	matches, _ := filepath.Glob(filepath.Join(corpusDir, "*", "expect-policy.json"))
-	for _, m := range matches {
-		data, err := os.ReadFile(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var exp map[string][]reason.Code
-		if err := json.Unmarshal(data, &exp); err != nil {
-			t.Fatalf("%s: %v", m, err)
-		}
-		dir := filepath.Base(filepath.Dir(m))
-		for name, codes := range exp {
-			expect[dir+"/"+name] = codes
-		}
+	var exp policyExpect
+	data, err := os.ReadFile(filepath.Join(corpusDir, "governed", "expect-policy.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	seen := 0
+	if err := json.Unmarshal(data, &exp, json.RejectUnknownMembers(true)); err != nil {
+		t.Fatalf("expect-policy.json: %v", err)
+	}
+	checked := map[string]bool{}
 	for _, doc := range docs {
 		t.Run(doc.path, func(t *testing.T) {
 			in := corpusInput(t, doc)
+			want, listed := exp.Files[strings.TrimPrefix(doc.path, "governed/")]
+			listed = listed && strings.HasPrefix(doc.path, "governed/")
+			if listed {
+				in.Now, in.Inputs.Params.MaxAge = exp.Now, exp.MaxAgeNS
+			}
 			d := policy.Decide(in)
 			if again := policy.Decide(in); !reflect.DeepEqual(d, again) {
 				t.Fatalf("Decide is not deterministic")
 			}
 			checkFill(t, d, in)
-			if want, ok := expect[doc.path]; ok {
-				seen++
-				if got := reason.Codes(d.Reasons); !slices.Equal(got, want) {
-					t.Errorf("codes = %v, want %v\nreasons: %+v", got, want, d.Reasons)
+			if strings.Contains(doc.path, "/valid/") && !listed && d.Decision != reason.Accepted {
+				// Valid documents of other formats may fail governance
+				// (their agents are not in the example registry), never
+				// the format's own rules.
+				for _, r := range d.Record.Findings {
+					if r.Rejects() {
+						t.Errorf("valid document rejected by its format: %+v", r)
+					}
 				}
+			}
+			if !listed {
+				return
+			}
+			checked[doc.path] = true
+			got := dedup(reason.Codes(d.Reasons))
+			if !slices.Equal(got, want) {
+				t.Errorf("codes = %v, want %v\nreasons: %+v", got, want, d.Reasons)
+			}
+			if (len(want) == 0) != (d.Decision == reason.Accepted) {
+				t.Errorf("decision %s with codes %v", d.Decision, got)
 			}
 		})
 	}
-	if seen != len(expect) {
-		t.Errorf("expect-policy.json names %d documents, %d found", len(expect), seen)
+	for name := range exp.Files {
+		if !checked["governed/"+name] {
+			t.Errorf("expect-policy.json names %s, which is not in the corpus", name)
+		}
 	}
+	for _, doc := range docs {
+		if strings.HasPrefix(doc.path, "governed/") && !checked[doc.path] {
+			t.Logf("%s has no governance expectation in expect-policy.json", doc.path)
+		}
+	}
+}
+
+// dedup keeps the first occurrence of each code, in order.
+func dedup(cs []reason.Code) []reason.Code {
+	var out []reason.Code
+	for _, c := range cs {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func corpusInput(t testing.TB, doc corpusDoc) policy.Input {
 	in := input(t, doc.data)
 	in.Inputs.Params.MaxAge = 0 // corpus timestamps are fixed dates
+	if !doc.now.IsZero() {
+		in.Now = doc.now
+	}
 	if doc.fromTo {
 		in.Inputs.Params.From, in.Inputs.Params.To = "domain-01-research", "domain-02-analysis"
 	}

@@ -23,7 +23,9 @@ const MaxClockSkew = 5 * time.Minute
 // changes it.
 type Input struct {
 	// Payload is the submitted bytes; nil when they were not kept (larger
-	// than Params.MaxPayload).
+	// than Params.MaxPayload). A nil Payload whose size is within the
+	// limit (a redacted payload) is decided as the empty document, so a
+	// redacted entry cannot be re-decided.
 	Payload []byte
 	// PayloadSize and PayloadSHA256 describe every submitted byte, kept or
 	// not.

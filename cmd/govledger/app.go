@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -15,7 +16,13 @@ type env func(string) string
 
 // run is the whole CLI as a function of its inputs. It never calls os.Exit.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env) int {
+	return runWithClock(ctx, args, stdin, stdout, stderr, getenv, time.Now)
+}
+
+// runWithClock is run with the ledger clock injected (tests pin it).
+func runWithClock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env, now func() time.Time) int {
 	app := newApp(stdin, stdout, stderr, getenv)
+	app.Metadata = map[string]any{"now": now}
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return exitOK
@@ -37,6 +44,8 @@ type globals struct {
 	lock     string
 	db       string
 	output   string
+	origin   string
+	app      *cli.App
 	stdin    io.Reader
 	stdout   io.Writer
 	stderr   io.Writer
@@ -75,6 +84,8 @@ Examples:
 				Usage: "ledger database (bbolt file)", Destination: &g.db},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", EnvVars: envFlag("GOVLEDGER_OUTPUT", ""),
 				Usage: "output format: text or json (lock check adds github and sarif)", Destination: &g.output},
+			&cli.StringFlag{Name: "origin", EnvVars: envFlag("GOVLEDGER_ORIGIN", ""),
+				Usage: "identity of a ledger created by this command (checkpoints name it); default govledger.local/<random>", Destination: &g.origin},
 			&cli.BoolFlag{Name: "exit-codes", Usage: "print the exit-code table and exit"},
 		},
 		Action: func(c *cli.Context) error {
@@ -97,7 +108,7 @@ Examples:
 	app.Before = func(c *cli.Context) error {
 		for _, f := range []struct{ flag, env string }{
 			{"manifest", "GOVLEDGER_MANIFEST"}, {"lock", "GOVLEDGER_LOCK"},
-			{"db", "GOVLEDGER_DB"}, {"output", "GOVLEDGER_OUTPUT"},
+			{"db", "GOVLEDGER_DB"}, {"output", "GOVLEDGER_OUTPUT"}, {"origin", "GOVLEDGER_ORIGIN"},
 		} {
 			if !c.IsSet(f.flag) {
 				if v := getenv(f.env); v != "" {
@@ -114,6 +125,7 @@ Examples:
 		}
 		return nil
 	}
+	g.app = app
 	for _, cmd := range app.Commands {
 		setUsageErrors(cmd)
 		addGlobalFlags(cmd, g)
@@ -129,7 +141,7 @@ func addGlobalFlags(cmd *cli.Command, g *globals) {
 		name  string
 		alias []string
 		dst   *string
-	}{{"manifest", nil, &g.manifest}, {"lock", nil, &g.lock}, {"db", nil, &g.db}, {"output", []string{"o"}, &g.output}}
+	}{{"manifest", nil, &g.manifest}, {"lock", nil, &g.lock}, {"db", nil, &g.db}, {"output", []string{"o"}, &g.output}, {"origin", nil, &g.origin}}
 	have := map[string]bool{}
 	for _, f := range cmd.Flags {
 		for _, n := range f.Names() {

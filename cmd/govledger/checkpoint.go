@@ -111,9 +111,9 @@ ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second})
+			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second, Now: g.clock()})
 			if err != nil {
-				return internalErr(err)
+				return ledgerErr(g.db, err)
 			}
 			defer l.Close()
 			name := keyName

@@ -65,7 +65,7 @@ func loadConfig(c *cli.Context, g *globals) (*govern.Config, error) {
 	if p.MaxPayload <= 0 {
 		return nil, usageErr("--max-payload must be positive")
 	}
-	return &govern.Config{Registry: reg, Lock: lk, LockBytes: lockBytes, Params: p, Root: c.String("root")}, nil
+	return &govern.Config{Registry: reg, Lock: lk, LockBytes: lockBytes, Params: p, Root: c.String("root"), Now: g.clock()}, nil
 }
 
 func knownFormat(f handoff.Format) bool {
@@ -79,11 +79,21 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{Timeout: 2 * time.Second})
+	l, err := ledger.Open(g.db, &ledger.Options{Timeout: 2 * time.Second, Origin: g.origin, Now: g.clock()})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
 	}
 	return l, nil
+}
+
+// clock returns the ledger clock: time.Now unless a test pinned it.
+func (g *globals) clock() func() time.Time {
+	if g.app != nil {
+		if now, ok := g.app.Metadata["now"].(func() time.Time); ok {
+			return now
+		}
+	}
+	return time.Now
 }
 
 // openLedgerRO opens an existing ledger read-only (verify, log, show, …).

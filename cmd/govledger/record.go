@@ -90,7 +90,7 @@ func (rep *docReport) add(r docResult) {
 func (rep *docReport) exit() error {
 	switch {
 	case rep.Unread > 0:
-		return &exitError{code: exitUsage, err: errFound}
+		return usageErr("%d of %d documents could not be read", rep.Unread, len(rep.Documents))
 	case rep.Rejected > 0:
 		return found()
 	}
@@ -136,12 +136,17 @@ func renderDocText(w io.Writer, d docResult) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range d.Reasons {
-		field := ""
-		if r.Field != "" {
-			field = " " + r.Field + ":"
-		}
-		fmt.Fprintf(w, "  %-8s %s%s %s\n", r.Severity, r.Code, field, r.Message)
+		fmt.Fprintf(w, "  %-8s %s %s\n", r.Severity, r.Code, reasonText(r))
 	}
+}
+
+// reasonText is "field: message", without repeating a field the message
+// already names.
+func reasonText(r reason.Reason) string {
+	if r.Field == "" || strings.HasPrefix(r.Message, r.Field+":") {
+		return r.Message
+	}
+	return r.Field + ": " + r.Message
 }
 
 func orDash(s string) string {

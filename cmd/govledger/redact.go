@@ -39,7 +39,7 @@ they carry "redacted": true instead of the payload.`,
 			if err != nil || seq == 0 {
 				return usageErr("redact: SEQ %q is not a positive integer", c.Args().First())
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second})
+			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second, Now: g.clock()})
 			if err != nil {
 				if errors.Is(err, ledger.ErrNotExist) {
 					return inputErr(err)

@@ -108,7 +108,7 @@ func renderShow(g *globals, e *ledger.Entry, raw []byte, r *showResult) {
 	renderEntryLine(w, newEntryView(e, raw))
 	fmt.Fprintf(w, "hash:  %s\nentry: %s\n", r.Hash, raw)
 	for _, rs := range r.Reasons {
-		fmt.Fprintf(w, "  %-8s %s %s: %s\n", rs.Severity, rs.Code, rs.Field, rs.Message)
+		fmt.Fprintf(w, "  %-8s %s %s\n", rs.Severity, rs.Code, reasonText(rs))
 	}
 	switch {
 	case r.Redacted:

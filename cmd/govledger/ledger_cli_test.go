@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pinnedClock is the ledger clock of the golden CLI runs: one second per
+// reading from the demo's epoch, so hashes in the golden files are stable.
+type pinnedClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *pinnedClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
+
+// cliEnv runs the CLI inside a scratch copy of the example registry.
+type cliEnv struct {
+	t     *testing.T
+	dir   string
+	clock *pinnedClock
+}
+
+func newCLIEnv(t *testing.T) *cliEnv {
+	t.Helper()
+	dir := t.TempDir()
+	for src, dst := range map[string]string{
+		"../../testdata/registry":            "reg",
+		"../../internal/demo/data/handoffs": "docs",
+	} {
+		if err := os.CopyFS(filepath.Join(dir, dst), os.DirFS(src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(dir, "reg", "prompt-lock.json"))
+	return &cliEnv{t: t, dir: dir, clock: &pinnedClock{t: time.Date(2026, 2, 11, 0, 50, 0, 0, time.UTC)}}
+}
+
+// run executes govledger with the scratch folder's registry, lock and db.
+func (e *cliEnv) run(stdin string, args ...string) (int, string, string) {
+	e.t.Helper()
+	base := []string{"govledger",
+		"--manifest", filepath.Join(e.dir, "reg", "prompt-manifest.json"),
+		"--lock", filepath.Join(e.dir, "reg", "prompt-lock.json"),
+		"--db", filepath.Join(e.dir, "ledger.db"),
+		"--origin", "govledger.test/cli",
+	}
+	var stdout, stderr bytes.Buffer
+	code := runWithClock(context.Background(), append(base, args...), strings.NewReader(stdin), &stdout, &stderr,
+		func(string) string { return "" }, e.clock.now)
+	clean := func(s string) string { return strings.ReplaceAll(s, e.dir, "$TMP") }
+	return code, clean(stdout.String()), clean(stderr.String())
+}
+
+func (e *cliEnv) doc(name string) string { return filepath.Join(e.dir, "docs", name) }
+
+// TestLedgerCLIGolden drives the ledger verbs through one realistic session
+// and pins stdout, stderr and the exit code of every step, in text and JSON.
+func TestLedgerCLIGolden(t *testing.T) {
+	e := newCLIEnv(t)
+	steps := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  int
+	}{
+		{"lock", "", []string{"lock"}, 0},
+		{"validate-accepted", "", []string{"validate", e.doc("01-product-to-analysis.json")}, 0},
+		{"validate-rejected-json", "", []string{"--output", "json", "validate", e.doc("03-content-to-security.json")}, 1},
+		{"record-mixed", "", []string{"record", e.doc("01-product-to-analysis.json"), e.doc("03-content-to-security.json"),
+			e.doc("04-research-hash-mismatch.json"), e.doc("05-research-blocked.json")}, 1},
+		{"record-stdin-garbage-json", "\x00\xffnot a handoff", []string{"--output", "json", "record", "-"}, 1},
+		{"record-replay", "", []string{"record", e.doc("06-replay-of-01.json")}, 1},
+		{"record-vbw-from-to", "", []string{"record", "--from", "domain-03-technical", "--to", "domain-02-analysis", e.doc("09-qa-result.vbw.json")}, 0},
+		{"record-unreadable", "", []string{"record", e.doc("no-such-file.json")}, 2},
+		{"unblock-not-blocked", "", []string{"unblock", "--reason", "checked", "domain-05-product"}, 2},
+		{"unblock", "", []string{"unblock", "--reason", "prompt diff reviewed in PR 412", "domain-01-research"}, 0},
+		{"record-after-unblock", "", []string{"record", e.doc("05-research-blocked.json")}, 0},
+		{"log", "", []string{"log"}, 0},
+		{"log-rejected-json", "", []string{"log", "--decision", "rejected", "--output", "json"}, 0},
+		{"log-code", "", []string{"log", "--code", "HASH_MISMATCH"}, 0},
+		{"show-seq", "", []string{"show", "3"}, 0},
+		{"show-id-json", "", []string{"--output", "json", "show", "550e8400-e29b-41d4-a716-446655440000"}, 0},
+		{"show-missing", "", []string{"show", "999"}, 2},
+		{"stats", "", []string{"stats"}, 0},
+		{"stats-json", "", []string{"--output", "json", "stats"}, 0},
+		{"verify", "", []string{"verify"}, 0},
+		{"verify-json", "", []string{"verify", "--output", "json"}, 0},
+		{"usage-no-files", "", []string{"record"}, 2},
+		{"usage-flag-after-arg", "", []string{"record", e.doc("01-product-to-analysis.json"), "--strict"}, 2},
+		{"usage-unknown-command", "", []string{"frobnicate"}, 2},
+		{"usage-bad-output", "", []string{"--output", "yaml", "verify"}, 2},
+		{"usage-bad-format", "", []string{"validate", "--format", "xml/1", e.doc("01-product-to-analysis.json")}, 2},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := e.run(s.stdin, s.args...)
+		if code != s.want {
+			t.Errorf("%s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", s.name, code, s.want, stdout, stderr)
+		}
+		golden(t, "testdata/ledger", s.name, code, stdout, stderr)
+	}
+}
+
+// TestVerifyDetectsTamperAndExport checks verify's exit codes on a tampered
+// copy, on an export, and on a missing database.
+func TestVerifyDetectsTamperAndExport(t *testing.T) {
+	e := newCLIEnv(t)
+	if code, _, stderr := e.run("", "lock"); code != 0 {
+		t.Fatalf("lock: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := e.run("", "record", e.doc("01-product-to-analysis.json"), e.doc("02-thinker-to-technical.json")); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	exportPath := filepath.Join(e.dir, "audit.jsonl")
+	if code, _, stderr := e.run("", "export", "--out", exportPath); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	if code, out, stderr := e.run("", "verify", "--export", exportPath); code != 0 {
+		t.Fatalf("verify --export: exit %d\n%s%s", code, out, stderr)
+	}
+	// A one-byte change in the export is caught.
+	b, err := os.ReadFile(exportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Replace(b, []byte(`"target":"domain-02-analysis"`), []byte(`"target":"domain-02-analysiz"`), 1)
+	if bytes.Equal(bad, b) {
+		t.Fatal("export does not hold the expected target")
+	}
+	if err := os.WriteFile(exportPath, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := e.run("", "verify", "--export", exportPath); code != 1 || !strings.Contains(out, "FAILED") {
+		t.Errorf("verify --export of an edited export: exit %d, output:\n%s", code, out)
+	}
+	// A one-byte change in the database file is caught.
+	db := filepath.Join(e.dir, "ledger.db")
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(raw, []byte(`"target":"domain-03-technical"`))
+	if i < 0 {
+		t.Fatal("ledger file does not hold the expected entry bytes")
+	}
+	raw[i+len(`"target":"domain-03-technica`)] = 'x'
+	if err := os.WriteFile(db, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := e.run("", "verify")
+	if code != 1 || !strings.Contains(out, "first bad entry seq 4") {
+		t.Errorf("verify of a tampered ledger: exit %d, want 1 naming seq 4; output:\n%s", code, out)
+	}
+	// No database at all is unreadable input, not an empty success.
+	os.Remove(db)
+	if code, _, stderr := e.run("", "verify"); code != 2 {
+		t.Errorf("verify without a db: exit %d, want 2; stderr %s", code, stderr)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("verify created a database file")
+	}
+}
