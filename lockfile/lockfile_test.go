@@ -366,7 +366,8 @@ func TestDirReadFile(t *testing.T) {
 	os.MkdirAll(filepath.Join(reg, "p"), 0o755)
 	os.WriteFile(filepath.Join(reg, "p/a.md"), []byte("a"), 0o644)
 	os.WriteFile(filepath.Join(dir, "secret.md"), []byte("s"), 0o644)
-	links := map[string]string{"p/in.md": "a.md", "p/out.md": "../../secret.md", "p/abs.md": filepath.Join(dir, "secret.md")}
+	os.WriteFile(filepath.Join(reg, "top.md"), []byte("t"), 0o644)
+	links := map[string]string{"p/in.md": "a.md", "p/up.md": "../top.md", "p/out.md": "../../secret.md", "p/abs.md": filepath.Join(dir, "secret.md")}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(reg, name)); err != nil {
 			t.Skip(err)
@@ -382,7 +383,7 @@ func TestDirReadFile(t *testing.T) {
 		ok   bool
 		want error
 	}{
-		{"p/a.md", true, nil}, {"p/in.md", true, nil}, {"p/out.md", false, nil}, {"p/abs.md", false, nil},
+		{"p/a.md", true, nil}, {"p/in.md", true, nil}, {"p/up.md", true, nil}, {"p/../top.md", true, nil}, {"p/out.md", false, nil}, {"p/abs.md", false, nil},
 		{"../secret.md", false, nil}, {"p/none.md", false, fs.ErrNotExist}, {"p", false, lockfile.ErrNotRegular},
 	} {
 		data, err := d.ReadFile(tc.path)

@@ -6,8 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -62,6 +64,28 @@ func checkFiles(root *os.Root, reg *Registry, name string, data []byte) ErrorLis
 			order = append(order, i)
 		}
 	}
+	// One root per folder (up to 256) makes the common case, a regular
+	// file, one fstatat; anything else takes the full walk from root.
+	subs := map[string]*os.Root{}
+	defer func() {
+		for _, r := range subs {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	for _, i := range order {
+		folder, _ := path.Split(reg.Agents[i].PromptPath)
+		folder = strings.TrimSuffix(folder, "/")
+		if _, ok := subs[folder]; ok || folder == "" || len(subs) >= 256 {
+			continue
+		}
+		r, err := root.OpenRoot(filepath.FromSlash(folder))
+		if err != nil {
+			r = nil
+		}
+		subs[folder] = r
+	}
 	results := make([]error, len(reg.Agents))
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -70,7 +94,14 @@ func checkFiles(root *os.Root, reg *Registry, name string, data []byte) ErrorLis
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = checkFile(root, reg.Agents[i].PromptPath)
+				p := reg.Agents[i].PromptPath
+				folder, file := path.Split(p)
+				if sub := subs[strings.TrimSuffix(folder, "/")]; sub != nil {
+					if fi, err := sub.Lstat(file); err == nil && fi.Mode().IsRegular() {
+						continue
+					}
+				}
+				results[i] = checkFile(root, p)
 			}
 		}()
 	}
