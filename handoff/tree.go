@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -86,16 +87,34 @@ func jsonTree(data []byte) (*node, error) {
 		return nil, &carrierError{msg: err.Error()}
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	return jsonValue(dec, data, 0)
+	return jsonValue(dec, data, newLineIndex(data), 0)
 }
 
-func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
+// lineIndex maps byte offsets to 1-based lines and columns in O(log n).
+type lineIndex []int // offsets where lines start
+
+func newLineIndex(data []byte) lineIndex {
+	idx := lineIndex{0}
+	for i, b := range data {
+		if b == '\n' {
+			idx = append(idx, i+1)
+		}
+	}
+	return idx
+}
+
+func (x lineIndex) position(off int64) (line, col int) {
+	i := sort.Search(len(x), func(i int) bool { return int64(x[i]) > off }) - 1
+	return i + 1, int(off) - x[i] + 1
+}
+
+func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int) (*node, error) {
 	off := skipSpace(data, dec.InputOffset())
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return nil, &carrierError{msg: "invalid JSON"}
 	}
-	line, col := strictjson.Position(data, off)
+	line, col := lines.position(off)
 	n := &node{line: line, col: col}
 	switch tok.Kind() {
 	case 'n':
@@ -113,7 +132,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
 		if tok.Kind() == '[' {
 			n.kind = kArray
 			for dec.PeekKind() != ']' {
-				v, err := jsonValue(dec, data, depth+1)
+				v, err := jsonValue(dec, data, lines, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -127,7 +146,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
 					return nil, &carrierError{msg: "invalid JSON"}
 				}
 				k := tok.String() // tok is void after the next read
-				v, err := jsonValue(dec, data, depth+1)
+				v, err := jsonValue(dec, data, lines, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -144,8 +163,9 @@ func jsonValue(dec *jsontext.Decoder, data []byte, depth int) (*node, error) {
 	return n, nil
 }
 
+// skipSpace skips white space and the ':' or ',' before a JSON value.
 func skipSpace(data []byte, off int64) int64 {
-	for off < int64(len(data)) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
+	for off < int64(len(data)) && strings.IndexByte(" \t\r\n:,", data[off]) >= 0 {
 		off++
 	}
 	return off

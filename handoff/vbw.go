@@ -165,19 +165,24 @@ func vbwQA(c *checker, root *node) {
 		return
 	}
 	passed, failed, total := n[0], n[1], n[2]
+	resultNode, _ := root.member("result")
+	failuresNode, ok := root.member("failures")
+	if !ok {
+		failuresNode = checks
+	}
 	if passed+failed != total {
 		c.add(reason.CountsInconsistent, reason.Error, "checks", checks, "passed %d + failed %d != total %d", passed, failed, total)
 	}
 	switch {
 	case result == "PASS" && failed > 0:
-		c.add(reason.CountsInconsistent, reason.Error, "result", checks, "result PASS with %d failed checks", failed)
+		c.add(reason.CountsInconsistent, reason.Error, "result", resultNode, "result PASS with %d failed checks", failed)
 	case result == "PASS" && len(failures) > 0:
-		c.add(reason.CountsInconsistent, reason.Error, "failures", checks, "result PASS with %d failure details", len(failures))
+		c.add(reason.CountsInconsistent, reason.Error, "failures", failuresNode, "result PASS with %d failure details", len(failures))
 	case result == "FAIL" && failed == 0:
-		c.add(reason.CountsInconsistent, reason.Error, "result", checks, "result FAIL with no failed check")
+		c.add(reason.CountsInconsistent, reason.Error, "result", resultNode, "result FAIL with no failed check")
 	case int64(len(failures)) > failed:
-		c.add(reason.CountsInconsistent, reason.Error, "failures", checks, "%d failure details for %d failed checks", len(failures), failed)
+		c.add(reason.CountsInconsistent, reason.Error, "failures", failuresNode, "%d failure details for %d failed checks", len(failures), failed)
 	case failed > 0 && len(failures) == 0:
-		c.add(reason.CountsInconsistent, reason.Warning, "failures", checks, "%d failed checks without failure details", failed)
+		c.add(reason.CountsInconsistent, reason.Warning, "failures", failuresNode, "%d failed checks without failure details", failed)
 	}
 }

@@ -84,10 +84,14 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"edited-idx_decision", func(p string) error { return ledgertest.EditIndex(p, "idx_decision", 3, 4) }, ledger.FindIndexMissing},
 		{"edited-idx_workflow", func(p string) error { return ledgertest.EditIndex(p, "idx_workflow", 3, 4) }, ledger.FindIndexMissing},
 		{"edited-idx_accepted", func(p string) error { return ledgertest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
-		{"inserted-blocked", func(p string) error { return ledgertest.InsertKey(p, "blocked", []byte("a"), ledgertest.SeqKey(head-3)) }, ledger.FindBlocked},
+		{"inserted-blocked", func(p string) error {
+			return ledgertest.InsertKey(p, "blocked", []byte("a"), ledgertest.SeqKey(head-3))
+		}, ledger.FindBlocked},
 		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
 		{"deleted-tree-hash", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(5)) }, ledger.FindTreeHash},
-		{"extra-tree-hash", func(p string) error { return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(1000), make([]byte, 32)) }, ledger.FindTreeExtra},
+		{"extra-tree-hash", func(p string) error {
+			return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(1000), make([]byte, 32))
+		}, ledger.FindTreeExtra},
 		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
 		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
 		{"orphan-blob", func(p string) error {

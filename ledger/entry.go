@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/govledger/govledger/internal/strictjson"
@@ -19,10 +20,10 @@ const Version = 1
 
 // Entry kinds.
 const (
-	KindHandoff     = "handoff"     // a governed handoff and its decision
-	KindSnapshot    = "snapshot"    // a manifest or lock came into force
-	KindUnblock     = "unblock"     // an operator lifted an AGENT_BLOCKED
-	KindRedaction   = "redaction"   // a payload's bytes were removed; its hash stays
+	KindHandoff     = "handoff"      // a governed handoff and its decision
+	KindSnapshot    = "snapshot"     // a manifest or lock came into force
+	KindUnblock     = "unblock"      // an operator lifted an AGENT_BLOCKED
+	KindRedaction   = "redaction"    // a payload's bytes were removed; its hash stays
 	KindKeyRotation = "key_rotation" // the checkpoint verifier key changed
 )
 
@@ -176,42 +177,40 @@ func (n NullString) String() string {
 // JSON form (see Canonical); which fields are present depends on Kind, and
 // Validate enforces that.
 type Entry struct {
-	V    int    `json:"v"`
-	Seq  uint64 `json:"seq"`
-	Prev Hash   `json:"prev"`
-	Time Time   `json:"time"`
-	Kind string `json:"kind"`
+	// Fields are declared in RFC 8785 key order (sorted by UTF-16 code
+	// units, here plain ASCII order), so that marshaling an Entry already
+	// yields its canonical bytes; TestMarshalIsCanonical guards this.
 
-	// kind "handoff"
-	Format         NullString       `json:"format,omitzero"`
-	Decision       string           `json:"decision,omitzero"`
-	Reasons        *[]reason.Reason `json:"reasons,omitzero"`
-	HandoffID      NullString       `json:"handoff_id,omitzero"`
-	Source         NullString       `json:"source,omitzero"`
-	Target         NullString       `json:"target,omitzero"`
-	WorkflowID     NullString       `json:"workflow_id,omitzero"`
-	PayloadSHA256  *Hash            `json:"payload_sha256,omitzero"`
-	PayloadSize    *int64           `json:"payload_size,omitzero"`
-	ManifestSHA256 *Hash            `json:"manifest_sha256,omitzero"`
-	LockSHA256     *Hash            `json:"lock_sha256,omitzero"`
+	Agent string `json:"agent,omitzero"` // unblock
 	// Blocks lists the agents this entry blocked (HASH_MISMATCH); optional.
-	Blocks []string `json:"blocks,omitzero"`
+	Blocks        []string   `json:"blocks,omitzero"`
+	ContentSHA256 *Hash      `json:"content_sha256,omitzero"` // snapshot
+	Decision      string     `json:"decision,omitzero"`       // handoff
+	Format        NullString `json:"format,omitzero"`         // handoff
+	HandoffID     NullString `json:"handoff_id,omitzero"`     // handoff
 	// Inputs records what the decision depended on beyond the payload and
 	// snapshots (parameters and file-system observations), so that verify
-	// can re-evaluate it. Opaque to the ledger; optional.
-	Inputs jsontext.Value `json:"inputs,omitzero"`
-
-	// kind "snapshot"
-	What          string `json:"what,omitzero"`
-	ContentSHA256 *Hash  `json:"content_sha256,omitzero"`
-	Size          *int64 `json:"size,omitzero"`
-
-	// kinds "unblock", "redaction", "key_rotation"
-	Agent       string `json:"agent,omitzero"`        // unblock
-	RedactedSeq uint64 `json:"redacted_seq,omitzero"` // redaction
-	OldKey      string `json:"old_key,omitzero"`      // key_rotation: verifier key in note format, "" for the first
-	NewKey      string `json:"new_key,omitzero"`      // key_rotation
-	Note        string `json:"note,omitzero"`         // unblock, redaction, key_rotation: the operator's reason
+	// can re-evaluate it. Opaque to the ledger; optional; canonical JSON.
+	Inputs         jsontext.Value   `json:"inputs,omitzero"`
+	Kind           string           `json:"kind"`
+	LockSHA256     *Hash            `json:"lock_sha256,omitzero"`     // handoff
+	ManifestSHA256 *Hash            `json:"manifest_sha256,omitzero"` // handoff
+	NewKey         string           `json:"new_key,omitzero"`         // key_rotation
+	Note           string           `json:"note,omitzero"`            // unblock, redaction, key_rotation: the operator's reason
+	OldKey         string           `json:"old_key,omitzero"`         // key_rotation: verifier key in note format, "" for the first
+	PayloadSHA256  *Hash            `json:"payload_sha256,omitzero"`  // handoff
+	PayloadSize    *int64           `json:"payload_size,omitzero"`    // handoff
+	Prev           Hash             `json:"prev"`
+	Reasons        *[]reason.Reason `json:"reasons,omitzero"`      // handoff
+	RedactedSeq    uint64           `json:"redacted_seq,omitzero"` // redaction
+	Seq            uint64           `json:"seq"`
+	Size           *int64           `json:"size,omitzero"`   // snapshot
+	Source         NullString       `json:"source,omitzero"` // handoff
+	Target         NullString       `json:"target,omitzero"` // handoff
+	Time           Time             `json:"time"`
+	V              int              `json:"v"`
+	What           string           `json:"what,omitzero"`        // snapshot: manifest or lock
+	WorkflowID     NullString       `json:"workflow_id,omitzero"` // handoff
 }
 
 // Errors returned by DecodeEntry and Validate.
@@ -230,27 +229,49 @@ func (e *Entry) Canonical() ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	return strictjson.Canonical(e)
+	c, err := strictjson.Canonical(e)
+	if err != nil {
+		return nil, err
+	}
+	// The stored form must also be what DecodeEntry re-derives.
+	if m, err := e.marshal(); err != nil || !bytes.Equal(m, c) {
+		return nil, fmt.Errorf("%w: seq %d: field order is not canonical (inputs must be canonical JSON)", ErrMalformed, e.Seq)
+	}
+	return c, nil
 }
 
-// DecodeEntry parses stored entry bytes strictly: they must be canonical,
-// have known fields only, and pass Validate.
+// DecodeEntry parses stored entry bytes strictly: they must be exactly the
+// canonical form of an entry with known fields only that passes Validate.
 func DecodeEntry(data []byte) (*Entry, error) {
 	var e Entry
-	if err := strictjson.Unmarshal("", data, &e); err != nil {
+	// json v2 refuses duplicate names, invalid UTF-8, trailing data and
+	// unknown members; number range is checked by Validate and by the
+	// canonical comparison below.
+	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(true)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	c, err := strictjson.Canonical(&e)
+	c, err := e.marshal()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if !bytes.Equal(c, data) {
 		return nil, ErrNotCanonical
 	}
+	if e.Inputs != nil {
+		ci, err := strictjson.CanonicalizeBytes(e.Inputs)
+		if err != nil || !bytes.Equal(ci, e.Inputs) {
+			return nil, fmt.Errorf("%w: inputs are not canonical JSON", ErrNotCanonical)
+		}
+	}
 	return &e, nil
+}
+
+// marshal encodes e in field order, which is canonical key order.
+func (e *Entry) marshal() ([]byte, error) {
+	return json.Marshal(e, jsontext.EscapeForHTML(false), jsontext.EscapeForJS(false))
 }
 
 // Validate checks that e has exactly the fields of its kind.
@@ -261,8 +282,13 @@ func (e *Entry) Validate() error {
 	if e.V != Version {
 		return fmt.Errorf("%w: seq %d has v=%d, want %d", ErrVersionMismatch, e.Seq, e.V, Version)
 	}
-	if e.Seq == 0 {
-		return bad("seq must be >= 1")
+	if e.Seq == 0 || e.Seq > strictjson.MaxSafeInteger || e.RedactedSeq > strictjson.MaxSafeInteger {
+		return bad("seq out of range 1..2^53-1")
+	}
+	for _, n := range []*int64{e.PayloadSize, e.Size} {
+		if n != nil && *n > strictjson.MaxSafeInteger {
+			return bad("size beyond 2^53-1")
+		}
 	}
 	if e.Time.IsZero() {
 		return bad("time missing")

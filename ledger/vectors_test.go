@@ -97,3 +97,26 @@ func TestZeroHashFieldKept(t *testing.T) {
 		t.Fatalf("DecodeEntry(%s) = %v, want round trip", c, err)
 	}
 }
+
+// TestMarshalIsCanonical checks that plain marshaling of an Entry (what
+// DecodeEntry compares against) equals the RFC 8785 form, on the shared
+// vectors' hostile strings and on every kind.
+func TestMarshalIsCanonical(t *testing.T) {
+	for i, v := range readVectors(t, "../testdata/vectors/entries.jsonl") {
+		e, err := ledger.DecodeEntry([]byte(v.Canonical))
+		if err != nil {
+			t.Fatalf("vector %d: %v", i+1, err)
+		}
+		m, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := strictjson.CanonicalizeBytes(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.Canonical(); err != nil || !bytes.Equal(got, c) {
+			t.Errorf("vector %d: Canonical() = %s, %v; want %s", i+1, got, err, c)
+		}
+	}
+}

@@ -59,11 +59,13 @@ const (
 // Reason is one finding. Field is a dotted path into the document (for
 // example "source_agent.prompt_hash"), or "" when the finding concerns the
 // whole document.
+// Its fields are declared in RFC 8785 key order (code, field, message,
+// severity), so marshaling it yields canonical bytes.
 type Reason struct {
 	Code     Code     `json:"code"`
-	Severity Severity `json:"severity"`
 	Field    string   `json:"field"`
 	Message  string   `json:"message"`
+	Severity Severity `json:"severity"`
 }
 
 // Rejects reports whether r makes a decision rejected.

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,8 +49,10 @@ func ref(id string) obj {
 
 // doc returns a governed/1 document; set overrides top-level members.
 func doc(t testing.TB, id, src, dst string, set obj) []byte {
+	var n int
+	fmt.Sscanf(id, "h%d", &n)
 	d := obj{
-		"handoff_id":       id,
+		"handoff_id":       fmt.Sprintf("00000000-0000-4000-8000-%012d", n),
 		"timestamp":        start.Add(-time.Minute).Format(time.RFC3339),
 		"protocol_version": "1.0.0",
 		"source_agent":     ref(src),

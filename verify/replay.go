@@ -84,8 +84,14 @@ type replayer struct {
 	lastTime time.Time
 	pending  *brokenLink
 
-	missing   map[uint64]ledger.Hash // seq -> hash of a blob that is not there
+	missing   map[uint64]missingBlob // seq -> a blob that is not there
 	redaction map[uint64]bool        // seqs named by redaction entries
+}
+
+// missingBlob is a blob an entry names that the source does not have.
+type missingBlob struct {
+	sum      ledger.Hash
+	redacted bool // the source says a redaction removed it (ledger.ErrRedacted)
 }
 
 // brokenLink is an entry whose prev does not match the hash of the entry
@@ -120,7 +126,7 @@ func (r *replayer) run() error {
 		fs, err := r.structural()
 		if err != nil {
 			if errors.Is(err, ledger.ErrCorrupt) {
-				r.add(Finding{Kind: KindCorrupt, Message: fmt.Sprintf("structural check: %v", err)})
+				r.add(Finding{Kind: KindCorrupt, Message: fmt.Sprintf("structural check: %v", err), Structural: true})
 			} else {
 				return fmt.Errorf("%w: structural check: %w", ErrSource, err)
 			}
@@ -195,7 +201,7 @@ func (r *replayer) addStructural(fs []ledger.Finding) {
 			continue
 		}
 		have[sk{f.Seq, kind}] = true
-		r.add(Finding{Seq: f.Seq, Kind: kind, Want: f.Want, Got: f.Got, Message: "structural check: " + f.Kind})
+		r.add(Finding{Seq: f.Seq, Kind: kind, Want: f.Want, Got: f.Got, Message: "structural check: " + f.Kind, Structural: true})
 	}
 }
 
@@ -345,9 +351,9 @@ func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []
 	case err == nil:
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrRedacted):
 		if r.missing == nil {
-			r.missing = map[uint64]ledger.Hash{}
+			r.missing = map[uint64]missingBlob{}
 		}
-		r.missing[seq] = sum
+		r.missing[seq] = missingBlob{sum: sum, redacted: errors.Is(err, ledger.ErrRedacted)}
 		return nil
 	case errors.Is(err, ledger.ErrCorrupt):
 		// A ledger checks the bytes against their key itself.
@@ -371,11 +377,16 @@ func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []
 // blobsMissing judges the missing blobs once every redaction entry is
 // known: a redaction may come after the entry it redacts, and removing one
 // entry's bytes removes them for every entry with the same bytes.
+//
+// Bytes the source marks as redacted that no readable redaction entry
+// explains are blamed on the first damaged entry after them, if there is
+// one: the damage may have destroyed the redaction entry (the finding says
+// so); otherwise on the entry naming the bytes.
 func (r *replayer) blobsMissing() {
 	gone := map[ledger.Hash]bool{}
 	for seq := range r.redaction {
-		if sum, ok := r.missing[seq]; ok {
-			gone[sum] = true
+		if m, ok := r.missing[seq]; ok {
+			gone[m.sum] = true
 		}
 	}
 	seqs := make([]uint64, 0, len(r.missing))
@@ -383,14 +394,31 @@ func (r *replayer) blobsMissing() {
 		seqs = append(seqs, seq)
 	}
 	slices.Sort(seqs)
+	var damaged []uint64
+	for _, f := range r.rep.Findings {
+		if !f.Warning() && f.Seq != 0 {
+			damaged = append(damaged, f.Seq)
+		}
+	}
+	slices.Sort(damaged)
 	for _, seq := range seqs {
-		sum := r.missing[seq]
-		if r.redaction[seq] || gone[sum] {
+		m := r.missing[seq]
+		if r.redaction[seq] || gone[m.sum] {
 			r.rep.Redacted = append(r.rep.Redacted, seq)
 			continue
 		}
-		r.add(Finding{Seq: seq, Kind: KindPayloadMissing, Want: sum.String(),
-			Message: "the bytes the entry names are not stored, and no redaction entry removed them"})
+		f := Finding{Seq: seq, Kind: KindPayloadMissing, Want: m.sum.String(),
+			Message: "the bytes the entry names are not stored, and no redaction entry removed them"}
+		if m.redacted {
+			i, _ := slices.BinarySearch(damaged, seq+1)
+			if i < len(damaged) {
+				f.Seq = damaged[i]
+				f.Message = fmt.Sprintf("the bytes named by seq %d were removed by a redaction, but no readable redaction entry names them: the damaged entry seq %d may have been it", seq, f.Seq)
+			} else {
+				f.Message = "the bytes the entry names were removed by a redaction, but no redaction entry names them"
+			}
+		}
+		r.add(f)
 	}
 }
 

@@ -77,7 +77,7 @@ func TestReplayEmpty(t *testing.T) {
 	rep, err := verify.Replay(t.Context(), &fakeSource{}, verify.Options{
 		Head: func() (uint64, ledger.Hash, error) { return 0, ledger.Hash{}, nil },
 	})
-	if err != nil || !rep.OK() || rep.Entries != 0 || !rep.Head.IsZero() {
+	if err != nil || !rep.OK() || rep.Entries != 0 || rep.Head != (ledger.Hash{}) {
 		t.Fatalf("Replay(empty) = %+v, %v; want OK with 0 entries", rep, err)
 	}
 }
@@ -186,7 +186,7 @@ func TestReplayFindings(t *testing.T) {
 		}, kinds: "0:corrupt"},
 		{name: "scan-corrupt", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.failAt, c.src.failErr = 4, &ledger.RecordError{Op: "scan", Err: ledger.ErrCorrupt}
-		}, firstBad: 3, kinds: "3:payload_missing 5:corrupt", redacted: "[]"},
+		}, firstBad: 5, kinds: "5:corrupt 5:payload_missing", redacted: "[]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,10 @@ type Finding struct {
 	Want    string `json:"want,omitempty"`
 	Got     string `json:"got,omitempty"`
 	Message string `json:"message"`
+	// Structural is true for a finding of Options.Structural (the store's
+	// own check of its buckets, indexes and tables), false for one the
+	// replay of the chain made.
+	Structural bool `json:"structural,omitempty"`
 }
 
 // Warning reports whether f is only a warning: it does not make the report
@@ -72,7 +76,10 @@ type Report struct {
 	// zero hash for an empty source.
 	Head ledger.Hash `json:"head"`
 	// FirstBad is the lowest seq with a finding that is not a warning; 0
-	// when there is none.
+	// when there is none. Structural findings count only when the replay
+	// of the chain found nothing: indexes and tables are derived from the
+	// chain, so once an entry is damaged, their disagreement with it is a
+	// consequence, not the first bad entry.
 	FirstBad uint64 `json:"first_bad"`
 	// Findings are ordered by seq (findings without a seq first), and in
 	// the order they were found within one seq.
@@ -109,9 +116,14 @@ func (r *Report) finish() {
 		return 0
 	})
 	r.FirstBad = 0
-	for _, f := range r.Findings {
-		if !f.Warning() && f.Seq != 0 && (r.FirstBad == 0 || f.Seq < r.FirstBad) {
-			r.FirstBad = f.Seq
+	for _, structural := range []bool{false, true} {
+		for _, f := range r.Findings {
+			if f.Structural == structural && !f.Warning() && f.Seq != 0 && (r.FirstBad == 0 || f.Seq < r.FirstBad) {
+				r.FirstBad = f.Seq
+			}
+		}
+		if r.FirstBad != 0 {
+			break
 		}
 	}
 	slices.Sort(r.Redacted)

@@ -11,14 +11,20 @@ import (
 // state is the ledger state the replay rebuilds from the entries, as of
 // just before the entry being judged. It implements policy.State.
 //
-// Accepted handoff IDs are kept compactly: a 64-bit keyed digest of the ID
-// maps to the seq of the first acceptance and a 64-bit keyed digest of its
-// payload hash. The key is random per replay, so nobody can choose IDs that
-// collide; where the source can read an entry again (a ledger), a hit is
-// confirmed against the stored entry.
+// Accepted handoff IDs are kept compactly, 8 bytes a value: a 64-bit keyed
+// digest of the ID maps to the seq of the first acceptance (40 bits) and a
+// 24-bit keyed digest of its payload hash. The key is random per replay, so
+// nobody can choose IDs or payloads that collide. Where the source can read
+// an entry again (a ledger), a hit is confirmed against the stored entry and
+// the exact payload hash is used; otherwise two IDs are taken as equal when
+// their 64-bit digests are (a false match among a million IDs has
+// probability about 2^-25), and an accepted ID resubmitted with other bytes
+// passes for a replay of the same bytes with probability 2^-24 (a spurious
+// "reasons" finding, never a missed one).
 type state struct {
 	key      [16]byte
-	accepted map[uint64]accepted
+	accepted map[uint64]uint64 // digest(id) -> seq<<24 | digest(payload)&0xffffff
+	overflow map[string]acceptedSeq // IDs whose seq does not fit in 40 bits
 	blocked  map[string]uint64 // agent -> seq of the entry that blocked it
 
 	manifest, lock       ledger.Hash
@@ -29,13 +35,15 @@ type state struct {
 	approximated bool        // Accepted returned a payload hash that is not the stored one
 }
 
-type accepted struct {
+type acceptedSeq struct {
 	seq     uint64
-	payload uint64
+	payload ledger.Hash
 }
 
+const maxPackedSeq = 1<<40 - 1
+
 func newState(r entryReader) *state {
-	s := &state{accepted: make(map[uint64]accepted), blocked: make(map[string]uint64), reader: r}
+	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), reader: r}
 	rand.Read(s.key[:])
 	return s
 }
@@ -50,10 +58,26 @@ func (s *state) digest(b []byte) uint64 {
 
 // accept records the first acceptance of id.
 func (s *state) accept(id string, seq uint64, payload ledger.Hash) {
-	k := s.digest([]byte(id))
-	if _, ok := s.accepted[k]; !ok {
-		s.accepted[k] = accepted{seq: seq, payload: s.digest(payload[:])}
+	if _, _, ok := s.lookup(id); ok {
+		return
 	}
+	if seq > maxPackedSeq {
+		if s.overflow == nil {
+			s.overflow = map[string]acceptedSeq{}
+		}
+		s.overflow[id] = acceptedSeq{seq, payload}
+		return
+	}
+	s.accepted[s.digest([]byte(id))] = seq<<24 | s.digest(payload[:])&0xffffff
+}
+
+// lookup returns the packed record of id's first acceptance.
+func (s *state) lookup(id string) (seq, payload24 uint64, ok bool) {
+	v, ok := s.accepted[s.digest([]byte(id))]
+	if !ok {
+		return 0, 0, false
+	}
+	return v >> 24, v & 0xffffff, true
 }
 
 // Accepted implements policy.State. The payload hash it returns is exact
@@ -62,26 +86,29 @@ func (s *state) accept(id string, seq uint64, payload ledger.Hash) {
 // different hash when they do not (what the REPLAY / ID_CONFLICT rule
 // compares; reason messages are not compared by the replay).
 func (s *state) Accepted(id string) (uint64, ledger.Hash, bool) {
-	a, ok := s.accepted[s.digest([]byte(id))]
+	if a, ok := s.overflow[id]; ok {
+		return a.seq, a.payload, true
+	}
+	seq, p24, ok := s.lookup(id)
 	if !ok {
 		return 0, ledger.Hash{}, false
 	}
 	if s.reader != nil {
-		e, err := s.reader.entry(a.seq)
+		e, err := s.reader.entry(seq)
 		if err == nil && e.Kind == ledger.KindHandoff && e.HandoffID.Valid && e.PayloadSHA256 != nil {
 			if e.HandoffID.S != id {
 				return 0, ledger.Hash{}, false
 			}
-			return a.seq, *e.PayloadSHA256, true
+			return seq, *e.PayloadSHA256, true
 		}
 	}
-	if a.payload == s.digest(s.current[:]) {
-		return a.seq, s.current, true
+	if p24 == s.digest(s.current[:])&0xffffff {
+		return seq, s.current, true
 	}
 	other := s.current
 	other[0] ^= 0xff
 	s.approximated = true
-	return a.seq, other, true
+	return seq, other, true
 }
 
 // Blocked implements policy.State.

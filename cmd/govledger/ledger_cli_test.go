@@ -171,3 +171,21 @@ func TestVerifyDetectsTamperAndExport(t *testing.T) {
 		t.Error("verify created a database file")
 	}
 }
+
+// TestDemoGolden pins the demo's story: its clock and origin are fixed, so
+// every run prints the same decisions and hashes.
+func TestDemoGolden(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"govledger", "demo"}, strings.NewReader(""), &stdout, &stderr,
+		func(string) string { return "" })
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	golden(t, "testdata/ledger", "demo", code, stdout.String(), stderr.String())
+	for _, want := range []string{"HASH_MISMATCH", "AGENT_BLOCKED", "BOUNDARY_VIOLATION", "REPLAY", "UNPARSEABLE",
+		"governed/1", "swarm/2", "skill/1", "vbw/1", "task/1", "DETECTED, first bad entry seq 3"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}

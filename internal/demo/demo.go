@@ -168,6 +168,17 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 		return nil, err
 	}
 	st.Verified = rep
+	// An insider will edit the first accepted handoff: remember its bytes.
+	var victim []byte
+	for _, s := range st.Steps {
+		if s.Kind == ledger.KindHandoff && s.Decision == reason.Accepted {
+			if _, victim, err = l.Get(s.Seq); err != nil {
+				return nil, err
+			}
+			st.TamperSeq = s.Seq
+			break
+		}
+	}
 	if err := l.Close(); err != nil {
 		return nil, err
 	}
@@ -175,7 +186,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	// An insider with write access edits the recorded target of the first
 	// accepted handoff in a copy of the file.
 	tampered := filepath.Join(dir, "tampered.db")
-	if err := tamper(dbPath, tampered, st); err != nil {
+	if err := tamper(dbPath, tampered, victim, st); err != nil {
 		return nil, err
 	}
 	tl, err := ledger.Open(tampered, &ledger.Options{ReadOnly: true, NoCreate: true})
@@ -190,28 +201,28 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	return st, nil
 }
 
-// tamper copies src to dst and changes the stored target of the first
-// accepted handoff entry, in place, to an agent of the same length.
-func tamper(src, dst string, st *Story) error {
+// tamper copies src to dst and changes, in place, the stored target of
+// the entry whose canonical bytes are victim to an agent id of the same
+// length.
+func tamper(src, dst string, victim []byte, st *Story) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	for _, s := range st.Steps {
-		if s.Kind != ledger.KindHandoff || s.Decision != reason.Accepted {
-			continue
-		}
-		old := []byte(`"target":"` + s.Target + `"`)
-		i := bytes.Index(b, old)
-		if i < 0 {
-			continue
-		}
-		repl := []byte(`"target":"` + swapLast(s.Target) + `"`)
-		copy(b[i:], repl)
-		st.TamperSeq, st.TamperWhat = s.Seq, fmt.Sprintf("target %q -> %q", s.Target, swapLast(s.Target))
-		return os.WriteFile(dst, b, 0o600)
+	e, err := ledger.DecodeEntry(victim)
+	if err != nil {
+		return err
 	}
-	return errors.New("demo: nothing to tamper with")
+	i := bytes.Index(b, victim)
+	target := e.Target.String()
+	j := bytes.Index(victim, []byte(`"target":"`+target+`"`))
+	if i < 0 || j < 0 || target == "" {
+		return errors.New("demo: the entry to tamper with is not where expected")
+	}
+	forged := swapLast(target)
+	copy(b[i+j:], `"target":"`+forged+`"`)
+	st.TamperWhat = fmt.Sprintf("target %q -> %q", target, forged)
+	return os.WriteFile(dst, b, 0o600)
 }
 
 func swapLast(s string) string {

@@ -1,0 +1,147 @@
+// Package handoff parses the five handoff formats of govledger into one
+// normalized Record, with the findings of each format's own rules.
+//
+// Parse(data, Options) is the entry point; it never returns nil and never
+// panics (a parser fault becomes an UNPARSEABLE finding), and Record.Raw is
+// the input. Detect names a format from content alone. An Env answers the
+// file-system questions of format rules: RootEnv resolves paths inside one
+// directory through an os.Root and records every Observation it returns;
+// NewReplayEnv answers from such a record, so a decision can be
+// re-evaluated later without the files. SeedError and StopMessage render a
+// rejection in the shapes seeds 000 and 002 prescribe.
+//
+// Governance rules (registry, lock, boundaries, attestation truth, replay,
+// blocked agents, clock skew, staleness) are not checked here: they belong
+// to the policy, which reads the Record's normalized fields.
+//
+// # Carriers
+//
+// JSON (governed/1, vbw/1) is read by internal/strictjson: exactly one value,
+// no byte order mark, no duplicate names, valid UTF-8 with no lone
+// surrogates, numbers within +-(2^53-1), names matched exactly. YAML
+// (swarm/2, skill/1, task/1) is read as a yaml.Node tree and refused when
+// it holds an anchor, an alias, an explicit tag, a merge key "<<", a
+// duplicate or non-string key, a second document, a byte order mark, an
+// integer not in decimal notation, a number outside +-(2^53-1), or a value
+// of a type other than string, integer, float, boolean, null or timestamp.
+// Both carriers refuse nesting deeper than MaxDepth (32). A document that is
+// not valid UTF-8 anywhere is refused before any field is read. Carrier
+// failures are UNPARSEABLE; schema failures SCHEMA_INVALID. A plain YAML
+// scalar that resolves to a non-string (2.0, 2026-02-04, yes is a string in
+// YAML 1.2 but true is not) where text is required is SCHEMA_INVALID; only
+// timestamp fields accept an unquoted YAML timestamp.
+//
+// # Unknown fields
+//
+//	format      unknown members                      why
+//	governed/1  SCHEMA_INVALID at every level        the governed format is a closed schema
+//	            except the free-form values          (input_data, accumulated_context,
+//	                                                 conversation_history and decisions_made items)
+//	swarm/2     ignored                              seed 000: "Target skills MUST ignore unknown fields"
+//	skill/1     SCHEMA_INVALID for version "1.0";    seed 002: a higher version's unknown fields are
+//	            ignored for a higher version, which  ignored and a warning logged (NEWER_VERSION)
+//	            gives NEWER_VERSION (warning)
+//	vbw/1       SCHEMA_INVALID                       seed 001 lists every field of each message type
+//	task/1      SCHEMA_INVALID                       seed 004 lists every field and "enforces" the schema
+//
+// # Detection
+//
+// Detect applies five content rules (see its documentation) and accepts
+// exactly one match; a file name is never consulted. When nothing matches,
+// Parse falls back to vbw/1 markdown only if Options.From or Options.To is
+// given and the text does not start with "{" or "[" (a broken JSON message
+// is UNPARSEABLE, never markdown, so a malformed structured message cannot
+// pass as prose). The fallback gives MARKDOWN_FALLBACK, a warning, or an
+// error under Options.Strict. Otherwise no match is UNKNOWN_FORMAT (its
+// message lists every format considered and why it did not match), and
+// bytes that are no text at all (empty, invalid UTF-8, control characters)
+// are UNPARSEABLE with Format "".
+//
+// # Rules per format
+//
+// governed/1 (seed 003): every field of the five blocks is required.
+// handoff_id is a UUID version 4, RFC 4122 variant, in canonical lower-case
+// 36-character form (else INVALID_ID); timestamp is RFC 3339 with upper-case
+// T and Z, at most 9 fraction digits (else INVALID_TIMESTAMP); protocol_version
+// is "1.0.0"; agent_type is domain|archetype|orchestrator; agent_id matches
+// [a-z0-9][a-z0-9-]* (so homoglyphs, zero-width and bidi characters fail);
+// agent_version is MAJOR.MINOR.PATCH exactly; prompt_hash is 64 lower-case
+// hex digits, bare or after "sha256:"; context.request.type is
+// query|task|analysis|decision (else INVALID_REQUEST_TYPE); description and
+// expected_output are strings, constraints a list of strings, input_data a
+// mapping or string; conversation_history and decisions_made are lists of
+// mappings, accumulated_context a mapping; governance holds four booleans
+// and audit_trail. Record.Attestation carries the governance block.
+//
+// swarm/2 (seed 000): handoff.version "2.0"; timestamp (and expires_at if
+// present) RFC 3339; source.skill "perspective-swarm"; source.session_path
+// a non-empty path that the Env finds to be a readable directory
+// (SESSION_UNREADABLE, PATH_ESCAPE); target.skill a non-empty agent id;
+// context.original_prompt non-empty; context.problem_type
+// decision|creative|analytical|strategic. expires_at defaults to timestamp
+// + 1h and must not be before Options.Now (EXPIRED). meta.perspectives_completed,
+// when present, equals the number of entries of the session directory whose
+// names match PerspectivePattern ("perspective-*.md", top level only)
+// (PERSPECTIVE_COUNT); meta.convergence_level is high|medium|low|none;
+// handoff_chain defaults to ["perspective-swarm"] and a chain holding the
+// target gives HANDOFF_LOOP (warning). meta.payload_hash ("sha256:<hex>")
+// and meta.payload_size_bytes, when present, describe SwarmPreimage (the
+// document without its payload_hash and payload_size_bytes lines; see
+// SwarmPreimage for the grep/sha256sum recipe): CHECKSUM_MISMATCH,
+// PAYLOAD_SIZE. The optional insights, research_seeds and meta fields are
+// type-checked when present. Source = source.skill, Target = target.skill,
+// WorkflowID = source.workflow_id, no HandoffID.
+//
+// skill/1 (seed 002): handoff.version, source_skill, target_skill,
+// timestamp, workflow_id; deliverable.type document|data|analysis,
+// location, format markdown|json|yaml, summary of at least 50 runes,
+// checksum "sha256:<hex>"; context.original_goal, completed_skills
+// (non-empty), focus_areas, known_gaps, open_questions; quality.completion_status
+// complete|partial|failed, confidence high|medium|low, warnings. The Env must
+// find deliverable.location to be a readable regular file
+// (DELIVERABLE_MISSING, PATH_ESCAPE) whose SHA-256 equals the checksum
+// (CHECKSUM_MISMATCH). A version above "1.0" gives NEWER_VERSION (warning).
+//
+// vbw/1 (seed 001): "type" is one of the five message types, each with its
+// required fields and enumerations (scout_findings domain and cross_cutting
+// target_domain tech-stack|architecture|quality|concerns; relevance and
+// confidence high|medium|low; dev_progress commit 7-40 lower-case hex,
+// status complete|partial|failed; qa_result tier quick|standard|deep,
+// result PASS|FAIL|PARTIAL). qa_result counts are non-negative integers with
+// passed+failed == total; PASS has no failed check and no failure details;
+// FAIL has a failed check; there are no more failure details than failed
+// checks (COUNTS_INCONSISTENT; failed checks without details is a warning).
+// Agents come from Options.From/To (AGENTS_REQUIRED when missing);
+// WorkflowID is plan_id where the type has one.
+//
+// task/1 (seed 004): the YAML after the only "## Handoff" heading outside
+// code fences, fenced (```yaml, ```yml or ```) or bare up to the next
+// heading or "---" line. outcome completed|partial|failed|blocked; partial
+// needs blockers and suggested_next_steps, failed needs blockers with
+// suggested_resolution, blocked needs blockers with blocking_tasks. Every
+// path (files_created/files_modified path, dependencies_for_next file) is
+// relative and stays inside the root (PATH_ESCAPE), also through symbolic
+// links when the Env finds the path; lines is "N-M" with 1 <= N <= M, or
+// "all"; applies_to tags are lower-case and hyphenated; change_type,
+// severity and priority are enumerations; blocking is a boolean. Agents
+// come from Options.From/To; WorkflowID is the ID of a "# Task ID: Name"
+// title; there is no HandoffID.
+//
+// # Paths
+//
+// Paths in documents are resolved by the Env against its root. Lexically,
+// before any Env, a path must be non-empty and free of control characters
+// and backslashes, not a URL, and inside the root after cleaning; task/1
+// also refuses absolute paths. swarm/2 and skill/1 accept an absolute path
+// only when it lies under the Env's root. With a nil Env the file-system
+// rules (existence, readability, checksums, perspective count, symbolic
+// link escape) are skipped and report nothing; lexical rules still apply.
+// The corpus in testdata/handoffs uses that directory as its root.
+//
+// # Normalized fields
+//
+// A Record field is filled only from a value that passed its format's rule
+// for it and is valid UTF-8 of at most MaxFieldLen bytes; otherwise it is
+// "" (so a look-alike agent id, an upper-case hash or an invalid handoff id
+// never reaches the policy or the ledger as if it were meaningful).
+package handoff

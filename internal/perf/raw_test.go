@@ -1,0 +1,30 @@
+package perf_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/govledger/govledger/internal/perf"
+)
+
+func TestRawRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "raw.db")
+	values := make([][]byte, 40)
+	for i := range values {
+		values[i] = []byte(fmt.Sprint("value ", i))
+	}
+	if _, err := perf.RawBboltAppend(path, values, 4); err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := perf.RawBboltScanSHA256(path)
+	if err != nil || n != len(values) {
+		t.Fatalf("RawBboltScanSHA256 = %d, %v; want %d", n, err, len(values))
+	}
+	if _, err := perf.RawBboltAppend(path, values, 0); err == nil {
+		t.Error("RawBboltAppend(writers=0) succeeded")
+	}
+	if _, _, err := perf.RawBboltScanSHA256(filepath.Join(t.TempDir(), "missing.db")); err == nil {
+		t.Error("scan of a missing file succeeded")
+	}
+}

@@ -1,0 +1,51 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/govledger/govledger/ledger"
+)
+
+// Append records an operator's unblock, after bringing a manifest and a
+// lock into force.
+func ExampleLedger_Append() {
+	dir, _ := os.MkdirTemp("", "ledger-example")
+	defer os.RemoveAll(dir)
+	l, err := ledger.Open(filepath.Join(dir, "govledger.db"), &ledger.Options{
+		Origin: "example.com/ledger",
+		Now:    func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	res, err := l.Append(context.Background(), &ledger.Request{
+		Snapshots: []ledger.Snapshot{
+			{What: ledger.SnapshotManifest, Bytes: []byte(`{"manifest_version":1}`)},
+			{What: ledger.SnapshotLock, Bytes: []byte(`{"lock_version":1}`)},
+		},
+		Build: func(st ledger.State, e *ledger.Entry) error {
+			e.Kind, e.Agent, e.Note = ledger.KindUnblock, "domain-06-security", "prompt re-reviewed"
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, a := range res.Entries {
+		fmt.Println(strings.TrimSpace(fmt.Sprint(a.Entry.Seq, " ", a.Entry.Kind, " ", a.Entry.What)))
+	}
+	fmt.Println(string(res.Last().Raw))
+	// Output:
+	// 1 snapshot manifest
+	// 2 snapshot lock
+	// 3 unblock
+	// {"agent":"domain-06-security","kind":"unblock","note":"prompt re-reviewed","prev":"0ce1a39c932c063bf58e91346929091e1ff0d08615d5eda01e8801eef49d7cf7","seq":3,"time":"2026-11-21T10:00:00Z","v":1}
+}

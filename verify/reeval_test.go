@@ -1,0 +1,179 @@
+package verify_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/verify"
+)
+
+// fakeFromLedger copies a closed ledger file's entries and blobs into a
+// fakeSource (redacted payloads stay redacted).
+func fakeFromLedger(t *testing.T, path string) *fakeSource {
+	t.Helper()
+	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	src := &fakeSource{blobs: map[ledger.Hash][]byte{}, redact: map[ledger.Hash]bool{}}
+	err = l.Scan(context.Background(), 0, func(seq uint64, raw []byte) error {
+		src.keys = append(src.keys, seq)
+		src.raws = append(src.raws, raw)
+		e, err := ledger.DecodeEntry(raw)
+		if err != nil {
+			return err
+		}
+		for _, h := range []*ledger.Hash{e.PayloadSHA256, e.ContentSHA256} {
+			if h == nil {
+				continue
+			}
+			b, err := l.Blob(*h)
+			switch {
+			case err == nil:
+				src.blobs[*h] = b
+			case strings.Contains(err.Error(), "redacted"):
+				src.redact[*h] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// rewrite edits entry seq of src and recomputes every later prev: a
+// rewritten history whose chain is sound, so only re-evaluation can tell.
+func rewrite(t *testing.T, src *fakeSource, seq uint64, edit func(e *ledger.Entry)) {
+	t.Helper()
+	var prev ledger.Hash
+	for i, raw := range src.raws {
+		e, err := ledger.DecodeEntry(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Seq == seq {
+			edit(e)
+		}
+		if e.Seq >= seq {
+			e.Prev = prev
+			if raw, err = e.Canonical(); err != nil {
+				t.Fatalf("rewrite seq %d: %v", e.Seq, err)
+			}
+			src.raws[i] = raw
+		}
+		prev = ledger.LeafHash(raw)
+	}
+}
+
+func TestReevaluate(t *testing.T) {
+	f := buildLedger(t)
+	tests := []struct {
+		name     string
+		edit     func(t *testing.T, src *fakeSource)
+		firstBad uint64
+		kinds    string // every finding's "seq:kind", sorted
+	}{
+		{"valid", func(*testing.T, *fakeSource) {}, 0, ""},
+		{"decision-flipped-@3", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 3, func(e *ledger.Entry) {
+				e.Decision, e.Reasons = reason.Rejected, &[]reason.Reason{{Code: reason.Stale, Severity: reason.Error, Message: "old"}}
+			})
+		}, 3, "3:decision 3:reasons 5:decision 5:reasons"},
+		{"reason-field-@4", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Field = "elsewhere" })
+		}, 4, "4:reasons"},
+		{"reason-message-@4", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Message = "all good" })
+		}, 4, "4:reasons"},
+		{"warning-added-@9", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 9, func(e *ledger.Entry) {
+				*e.Reasons = append(*e.Reasons, reason.Reason{Code: reason.HandoffLoop, Severity: reason.Warning, Message: "loop"})
+			})
+		}, 9, "9:reasons"},
+		{"blocks-moved-@6", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 6, func(e *ledger.Entry) { e.Blocks = []string{"domain-02-analysis"} })
+		}, 6, "6:blocks 7:reasons"},
+		{"unblock-dropped-@8", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 8, func(e *ledger.Entry) { e.Agent = "domain-01-research" })
+		}, 9, "9:decision 9:reasons"},
+		{"handoff-id-@12", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 12, func(e *ledger.Entry) { e.HandoffID = ledger.Str("00000000-0000-4000-8000-000000000099") })
+		}, 12, "12:decision"},
+		{"time-moved-@3", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 3, func(e *ledger.Entry) { e.Time.Time = e.Time.Add(-48 * 3600e9) })
+		}, 3, "3:time_backwards 3:decision 3:reasons"},
+		{"inputs-@9", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 9, func(e *ledger.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
+		}, 9, "9:malformed"},
+		{"lock-not-in-force-@15", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 15, func(e *ledger.Entry) { e.LockSHA256 = hashPtr(ledger.Sum256([]byte("other"))) })
+		}, 15, "15:snapshot"},
+		{"snapshot-unparseable-@2", func(t *testing.T, s *fakeSource) {
+			junk := []byte(`{"lock_version":2}`)
+			s.blobs[ledger.Sum256(junk)] = junk
+			rewrite(t, s, 2, func(e *ledger.Entry) { e.ContentSHA256, e.Size = hashPtr(ledger.Sum256(junk)), int64Ptr(int64(len(junk))) })
+		}, 2, "2:snapshot 3:snapshot 4:snapshot 5:snapshot 6:snapshot 7:snapshot 9:snapshot 10:snapshot 11:snapshot 12:snapshot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := fakeFromLedger(t, f.path)
+			tt.edit(t, src)
+			rep, err := verify.Replay(t.Context(), src, verify.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range rep.Findings {
+				got = append(got, fmt.Sprintf("%d:%s", x.Seq, x.Kind))
+			}
+			if g := strings.Join(got, " "); g != tt.kinds {
+				t.Errorf("findings = %q, want %q\n%v", g, tt.kinds, rep.Findings)
+			}
+			if rep.FirstBad != tt.firstBad {
+				t.Errorf("FirstBad = %d, want %d", rep.FirstBad, tt.firstBad)
+			}
+			if tt.kinds == "" {
+				if rep.Counts["reevaluated"] != 12 || rep.Counts["not_reevaluated"] != 1 || !slices.Equal(rep.Redacted, []uint64{10}) {
+					t.Errorf("Counts = %v, Redacted = %v; want 12 re-evaluated, 1 not (seq 10, redacted)", rep.Counts, rep.Redacted)
+				}
+			}
+		})
+	}
+}
+
+// TestExportLedger exports a real ledger and verifies the export with
+// re-evaluation: same head, same result, no database needed.
+func TestExportLedger(t *testing.T) {
+	f := buildLedger(t)
+	l, err := ledger.Open(f.path, &ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := verify.WriteExport(t.Context(), &b, verify.LedgerSource(l)); err != nil {
+		t.Fatal(err)
+	}
+	_, head, err := l.Head()
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verify.Replay(t.Context(), verify.ExportSource(&b), verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Head != head || rep.Entries != 19 || rep.Counts["reevaluated"] != 12 {
+		t.Errorf("Replay(export) = %+v, want OK, head %s, 19 entries, 12 re-evaluated", rep, head)
+	}
+}
