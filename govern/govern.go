@@ -115,7 +115,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // which facts they need, and returns the recorded inputs.
 func (c *Config) observe(p *Payload) (policy.Inputs, error) {
 	in := policy.Inputs{Params: c.Params}
-	if p.Data == nil || c.Root == "" {
+	if p.Data == nil || c.Root == "" || !needsEnv(c.Params.Format, p.Data) {
 		return in, nil
 	}
 	env, err := handoff.NewRootEnv(c.Root)
@@ -132,6 +132,22 @@ func (c *Config) observe(p *Payload) (policy.Inputs, error) {
 	})
 	in.Observations = env.Observations()
 	return in, nil
+}
+
+// needsEnv reports whether the document's format has file-system rules
+// (swarm/2 session_path, skill/1 deliverable, task/1 paths); governed/1,
+// vbw/1 and undetectable documents have none, so their observation pass
+// is skipped.
+func needsEnv(forced handoff.Format, data []byte) bool {
+	f := forced
+	if f == "" {
+		f, _, _ = handoff.Detect(data)
+	}
+	switch f {
+	case handoff.Swarm, handoff.Skill, handoff.Task:
+		return true
+	}
+	return false
 }
 
 func (c *Config) input(p *Payload, in policy.Inputs, now time.Time, st policy.State) policy.Input {
@@ -155,15 +171,31 @@ func Validate(c *Config, name string, p *Payload, st policy.State) (*Outcome, er
 	return &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256, Decision: d}, nil
 }
 
-// Record decides on p inside the ledger's write transaction and appends
-// the decision, bringing the registry and lock snapshots into force first
-// when they changed. An error means nothing was acknowledged: the outcome
-// of a storage error is unknown until the ledger is reopened and verified.
+// Record decides on p and appends the decision, bringing the registry and
+// lock snapshots into force first when they changed. An error means nothing
+// was acknowledged: the outcome of a storage error is unknown until the
+// ledger is reopened and verified.
+//
+// The decision is computed before the commit, in the caller's goroutine,
+// with the proposed entry time and a recording view of ledger state; inside
+// the write transaction it is reused only if the entry got exactly that
+// time and every state question it asked has the same answer there.
+// Otherwise it is recomputed in the transaction. Decide is pure, so either
+// way the entry holds exactly what policy.Decide gives for the recorded
+// inputs, which is what verify re-runs.
 func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Payload) (*Outcome, error) {
 	in, err := c.observe(p)
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	t0 := now().UTC().Round(0)
+	guess := &recordingState{manifest: ledger.Sum256(c.Registry.Snapshot), lock: ledger.Sum256(c.LockBytes)}
+	pre := policy.Decide(c.input(p, in, t0, guess))
+
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
 		Snapshots: []ledger.Snapshot{
@@ -171,9 +203,13 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 			{What: ledger.SnapshotLock, Bytes: c.LockBytes},
 		},
 		Payload: p.Data,
+		Time:    t0,
 		Build: func(st ledger.State, e *ledger.Entry) error {
 			pin := c.input(p, in, e.Time.Time, st)
-			d := policy.Decide(pin)
+			d := pre
+			if !e.Time.Time.Equal(t0) || !guess.sameAnswers(st) {
+				d = policy.Decide(pin)
+			}
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
@@ -187,4 +223,50 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	}
 	out.Appended = res.Entries
 	return out, nil
+}
+
+// recordingState answers as a ledger in which nothing was accepted or
+// blocked and the caller's snapshots are in force, and remembers every
+// question, so the answers can be compared with the real state later.
+type recordingState struct {
+	manifest, lock ledger.Hash
+	accepted       []string
+	blocked        []string
+	inForce        bool
+}
+
+func (s *recordingState) Accepted(id string) (uint64, ledger.Hash, bool) {
+	s.accepted = append(s.accepted, id)
+	return 0, ledger.Hash{}, false
+}
+
+func (s *recordingState) Blocked(agent string) (uint64, bool) {
+	s.blocked = append(s.blocked, agent)
+	return 0, false
+}
+
+func (s *recordingState) InForce() (ledger.Hash, ledger.Hash, bool) {
+	s.inForce = true
+	return s.manifest, s.lock, true
+}
+
+// sameAnswers reports whether st answers every recorded question as s did.
+func (s *recordingState) sameAnswers(st policy.State) bool {
+	for _, id := range s.accepted {
+		if _, _, ok := st.Accepted(id); ok {
+			return false
+		}
+	}
+	for _, a := range s.blocked {
+		if _, ok := st.Blocked(a); ok {
+			return false
+		}
+	}
+	if s.inForce {
+		m, l, ok := st.InForce()
+		if !ok || m != s.manifest || l != s.lock {
+			return false
+		}
+	}
+	return true
 }

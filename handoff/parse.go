@@ -251,7 +251,13 @@ func Detect(data []byte) (Format, []Format, error) {
 			note(VBW, false, `"type" `+quote(*typ)+" is not one of "+strings.Join(vbwTypes, ", "))
 		}
 	}
-	swarm, skill, why := yamlHandoff(text)
+	// JSON is YAML: a JSON object can only be a swarm/2 or skill/1 document
+	// if it has a top-level "handoff" member, so skip the YAML parse
+	// otherwise (it dominated the cost of every JSON hand-off).
+	swarm, skill, why := false, false, `no top-level YAML "handoff" mapping`
+	if !isObj || slices.Contains(keys, "handoff") {
+		swarm, skill, why = yamlHandoff(text)
+	}
 	note(Swarm, swarm, why)
 	note(Skill, skill, why)
 	if !valid && len(matched) == 0 {

@@ -40,6 +40,12 @@ type Request struct {
 	// request; nothing of it is written. Build may be nil when the request
 	// only brings snapshots into force. Build may not make snapshot entries.
 	Build func(st State, e *Entry) error
+	// Time, if not zero, is the proposed entry time, used instead of a
+	// reading of Options.Now; like a clock reading it is raised to the
+	// previous entry's time if earlier. It lets a caller decide before the
+	// commit with the time the entry will most likely carry (Build sees the
+	// time actually given).
+	Time time.Time
 }
 
 // State is the ledger's derived state, as Build sees it.
@@ -316,7 +322,11 @@ type item struct {
 // apply validates and writes one request. A plain error fails the request
 // (nothing written); a *fatalError aborts the commit.
 func (w *writer) apply(req *Request) (*Result, error) {
-	now := w.now().UTC().Round(0)
+	now := req.Time
+	if now.IsZero() {
+		now = w.now()
+	}
+	now = now.UTC().Round(0)
 	if now.Before(w.last) {
 		now = w.last
 	}

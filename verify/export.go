@@ -48,7 +48,8 @@ type ExportLine struct {
 // kind "export_line" and is skipped (the entry it held is then missing
 // from the chain, so a "gap" follows); a "hash" member that differs from
 // the recomputed hash is a finding of kind "hash". Used outside Replay,
-// Entries returns a *LineError for the first such line instead.
+// Entries returns a *LineError for the first such line instead. An
+// ExportSource reads r once: it serves one Replay (or WriteExport).
 func ExportSource(r io.Reader) Source { return &exportSource{r: r} }
 
 type exportSource struct {

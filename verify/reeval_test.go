@@ -122,7 +122,9 @@ func TestReevaluate(t *testing.T) {
 		{"snapshot-unparseable-@2", func(t *testing.T, s *fakeSource) {
 			junk := []byte(`{"lock_version":2}`)
 			s.blobs[ledger.Sum256(junk)] = junk
-			rewrite(t, s, 2, func(e *ledger.Entry) { e.ContentSHA256, e.Size = hashPtr(ledger.Sum256(junk)), int64Ptr(int64(len(junk))) })
+			rewrite(t, s, 2, func(e *ledger.Entry) {
+				e.ContentSHA256, e.Size = hashPtr(ledger.Sum256(junk)), int64Ptr(int64(len(junk)))
+			})
 		}, 2, "2:snapshot 3:snapshot 4:snapshot 5:snapshot 6:snapshot 7:snapshot 9:snapshot 10:snapshot 11:snapshot 12:snapshot"},
 	}
 	for _, tt := range tests {

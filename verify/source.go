@@ -41,7 +41,8 @@ type emitter interface{ setEmit(func(Finding)) }
 // ledger.ErrCorrupt), it goes on seq by seq with Get from the first seq it
 // did not deliver up to the stored head, so that the rest of the chain is
 // still judged; inside Replay the damage becomes a finding of kind
-// "corrupt" (outside, Entries returns the error after the walk).
+// "corrupt" (outside, Entries returns the error after the walk). One
+// LedgerSource serves one Replay at a time.
 func LedgerSource(l *ledger.Ledger) Source { return &ledgerSource{l: l} }
 
 type ledgerSource struct {

@@ -23,9 +23,9 @@ import (
 // "reasons" finding, never a missed one).
 type state struct {
 	key      [16]byte
-	accepted map[uint64]uint64 // digest(id) -> seq<<24 | digest(payload)&0xffffff
+	accepted map[uint64]uint64      // digest(id) -> seq<<24 | digest(payload)&0xffffff
 	overflow map[string]acceptedSeq // IDs whose seq does not fit in 40 bits
-	blocked  map[string]uint64 // agent -> seq of the entry that blocked it
+	blocked  map[string]uint64      // agent -> seq of the entry that blocked it
 
 	manifest, lock       ledger.Hash
 	hasManifest, hasLock bool
@@ -59,6 +59,9 @@ func (s *state) digest(b []byte) uint64 {
 // accept records the first acceptance of id.
 func (s *state) accept(id string, seq uint64, payload ledger.Hash) {
 	if _, _, ok := s.lookup(id); ok {
+		return
+	}
+	if _, ok := s.overflow[id]; ok {
 		return
 	}
 	if seq > maxPackedSeq {

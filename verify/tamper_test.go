@@ -92,7 +92,7 @@ func (c *tally) String() string {
 //
 // Every entry byte is flipped; blob bytes are sampled (the first and last
 // byte and every 16th: a blob is judged by its SHA-256, which any change
-// breaks wherever it is). Under -short (every 5th) and -race (every 3rd)
+// breaks wherever it is). Under -short and -race (every 5th)
 // entry bytes are sampled too. Each
 // flip is verified with the stored head (Options.Head) and, for every 16th
 // case, also with the structural check and decision re-evaluation, as
@@ -128,7 +128,7 @@ func TestTamperEveryByte(t *testing.T) {
 	case testing.Short():
 		entryStride = 5
 	case raceEnabled:
-		entryStride = 3 // the race detector makes each case ~5x slower
+		entryStride = 5 // the race detector makes each case ~5x slower
 	}
 	var entries, blobs tally
 	var failures []string
@@ -303,10 +303,14 @@ func TestTamperNamed(t *testing.T) {
 				t.Fatalf("not detected")
 			}
 			c.detected++
+			t.Logf("%s: first bad %d, %v", tt.name, rep.FirstBad, rep.Findings)
 			if rep.FirstBad == tt.firstBad {
 				c.rightSeq++
 			} else {
 				t.Errorf("FirstBad = %d, want %d\n%v", rep.FirstBad, tt.firstBad, rep.Findings)
+			}
+			if rep.Entries < 16 {
+				t.Errorf("replay read %d entries: it stopped early", rep.Entries)
 			}
 			if !slices.Contains(kinds, tt.kind) {
 				t.Errorf("kinds = %v, want %s among them\n%v", kinds, tt.kind, rep.Findings)

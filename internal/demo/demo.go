@@ -143,6 +143,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 		}
 		cfg := *regs[s.registry]
 		cfg.Params.From, cfg.Params.To = s.from, s.to
+		cfg.Now = clk.now
 		p, err := govern.ReadPayload(bytes.NewReader(raw), cfg.Params.MaxPayload)
 		if err != nil {
 			return nil, err
