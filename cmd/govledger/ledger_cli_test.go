@@ -36,7 +36,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	t.Helper()
 	dir := t.TempDir()
 	for src, dst := range map[string]string{
-		"../../testdata/registry":            "reg",
+		"../../testdata/registry":           "reg",
 		"../../internal/demo/data/handoffs": "docs",
 	} {
 		if err := os.CopyFS(filepath.Join(dir, dst), os.DirFS(src)); err != nil {
