@@ -1,5 +1,7 @@
 package manifest
 
+import "sync"
+
 // Agent types.
 const (
 	TypeDomain       = "domain"
@@ -47,6 +49,7 @@ type Registry struct {
 	// canonical JSON of the registry as loaded. ParseSnapshot reads it back.
 	Snapshot []byte
 
+	once sync.Once
 	byID map[string]int
 }
 
@@ -55,9 +58,7 @@ func (r *Registry) Agent(id string) (*Agent, bool) {
 	if r == nil {
 		return nil, false
 	}
-	if r.byID == nil {
-		r.index()
-	}
+	r.once.Do(r.index)
 	i, ok := r.byID[id]
 	if !ok {
 		return nil, false

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/govledger/govledger/export"
 	"github.com/govledger/govledger/internal/atomicfile"
+	"github.com/govledger/govledger/verify"
 )
 
 func exportCommand(g *globals) *cli.Command {
@@ -44,24 +45,39 @@ Examples:
 			}
 			prog, done := progress(g, head, "export")
 			defer done()
+			src := &countingSource{Source: verify.LedgerSource(l), progress: prog}
 			if out := c.String("out"); out != "" {
-				var n uint64
 				err := atomicfile.Write(out, 0o644, func(f *os.File) error {
-					var werr error
-					n, werr = export.Write(c.Context, l, f, prog)
-					return werr
+					return verify.WriteExport(c.Context, f, src)
 				})
 				if err != nil {
-					return internalErr(fmt.Errorf("export: %w", err))
+					return ledgerReadErr(src.last, fmt.Errorf("export: %w", err))
 				}
-				fmt.Fprintf(g.stderr, "exported %d entries to %s\n", n, out)
+				fmt.Fprintf(g.stderr, "exported %d entries to %s\n", src.n, out)
 				return nil
 			}
 			w := bufio.NewWriter(g.stdout)
-			if _, err := export.Write(c.Context, l, w, prog); err != nil {
-				return internalErr(fmt.Errorf("export: %w", err))
+			if err := verify.WriteExport(c.Context, w, src); err != nil {
+				return ledgerReadErr(src.last, fmt.Errorf("export: %w", err))
 			}
 			return w.Flush()
 		},
 	}
+}
+
+// countingSource reports export progress as entries stream by.
+type countingSource struct {
+	verify.Source
+	progress func(seq uint64)
+	n, last  uint64
+}
+
+func (s *countingSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
+	return s.Source.Entries(ctx, func(seq uint64, raw []byte) error {
+		s.n, s.last = s.n+1, seq
+		if s.progress != nil {
+			s.progress(seq)
+		}
+		return fn(seq, raw)
+	})
 }

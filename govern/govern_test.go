@@ -1,0 +1,208 @@
+package govern_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/verify"
+)
+
+// setup unpacks the demo data and returns its manifest config with a
+// clock pinned just after the documents' timestamps.
+func setup(t *testing.T) (*govern.Config, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := demo.Unpack(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := demo.Config(dir, "registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Now = func() time.Time { return demo.Epoch }
+	return cfg, dir
+}
+
+func payload(t *testing.T, name string, max int64) *govern.Payload {
+	t.Helper()
+	b, err := demo.Document(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := govern.ReadPayload(bytes.NewReader(b), max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustVerify(t *testing.T, l *ledger.Ledger) *verify.Report {
+	t.Helper()
+	rep, err := verify.Replay(context.Background(), verify.LedgerSource(l), verify.Options{Structural: l.Check, Head: l.Head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("verify: %v", rep.Findings)
+	}
+	return rep
+}
+
+// TestConcurrentReplayOneAcceptance sends one handoff 50 times at once:
+// exactly one is accepted, every other is REPLAY naming its seq, and the
+// ledger verifies (RELIABILITY R1).
+func TestConcurrentReplayOneAcceptance(t *testing.T) {
+	cfg, dir := setup(t)
+	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var wg sync.WaitGroup
+	outs := make([]*govern.Outcome, 50)
+	errs := make([]error, 50)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = govern.Record(context.Background(), l, cfg, "doc", payload(t, "01-product-to-analysis.json", 1<<20))
+		}()
+	}
+	wg.Wait()
+	accepted, replays := 0, 0
+	var acceptedSeq uint64
+	for i, o := range outs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		switch {
+		case o.Decision.Decision == reason.Accepted:
+			accepted++
+			acceptedSeq = o.Entry().Entry.Seq
+		case len(o.Decision.Reasons) == 1 && o.Decision.Reasons[0].Code == reason.Replay:
+			replays++
+		default:
+			t.Errorf("unexpected decision %s %v", o.Decision.Decision, o.Decision.Reasons)
+		}
+	}
+	if accepted != 1 || replays != 49 {
+		t.Fatalf("accepted %d, replays %d; want 1, 49", accepted, replays)
+	}
+	for _, o := range outs {
+		if o.Decision.Decision == reason.Rejected && !strings.Contains(o.Decision.Reasons[0].Message, "seq "+itoa(acceptedSeq)) {
+			t.Errorf("REPLAY message %q does not name seq %d", o.Decision.Reasons[0].Message, acceptedSeq)
+		}
+	}
+	mustVerify(t, l)
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestValidateMatchesRecord: the decision validate prints is the one record
+// appends, for every demo document of the manifest registry.
+func TestValidateMatchesRecord(t *testing.T) {
+	cfg, dir := setup(t)
+	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, name := range []string{"01-product-to-analysis.json", "02-thinker-to-technical.json", "03-content-to-security.json", "07-rogue-agent.json", "08-garbage.bin"} {
+		v, err := govern.Validate(cfg, name, payload(t, name, 1<<20), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := govern.Record(context.Background(), l, cfg, name, payload(t, name, 1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Decision.Decision != r.Decision.Decision || len(v.Decision.Reasons) != len(r.Decision.Reasons) {
+			t.Errorf("%s: validate %s %v, record %s %v", name, v.Decision.Decision, reason.Codes(v.Decision.Reasons),
+				r.Decision.Decision, reason.Codes(r.Decision.Reasons))
+		}
+	}
+	mustVerify(t, l)
+}
+
+// TestPayloadTooLarge: an oversized document is recorded with its hash and
+// size only, and the ledger still verifies.
+func TestPayloadTooLarge(t *testing.T) {
+	cfg, dir := setup(t)
+	cfg.Params.MaxPayload = 100
+	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := payload(t, "01-product-to-analysis.json", 100)
+	if p.Data != nil || p.Size <= 100 {
+		t.Fatalf("ReadPayload kept %d bytes of %d", len(p.Data), p.Size)
+	}
+	o, err := govern.Record(context.Background(), l, cfg, "big", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reason.Codes(o.Decision.Reasons); len(got) != 1 || got[0] != reason.PayloadTooLarge {
+		t.Fatalf("codes = %v, want [PAYLOAD_TOO_LARGE]", got)
+	}
+	e := o.Entry().Entry
+	if *e.PayloadSize != p.Size || *e.PayloadSHA256 != p.SHA256 {
+		t.Errorf("entry records size %d hash %s, want %d %s", *e.PayloadSize, e.PayloadSHA256, p.Size, p.SHA256)
+	}
+	if _, err := l.Blob(p.SHA256); err == nil {
+		t.Error("oversized payload was stored")
+	}
+	mustVerify(t, l)
+}
+
+// TestIndependentExportScript runs the README's 40-line Python auditor
+// (scripts/verify-export.py) on a real export of the demo ledger, when
+// python3 is installed (CI machines may have only Go; then it says so).
+func TestIndependentExportScript(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Log("python3 not installed: the independent export check did not run")
+		return
+	}
+	dir := t.TempDir()
+	if _, err := demo.Run(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Open(filepath.Join(dir, "demo.db"), &ledger.Options{ReadOnly: true, NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := verify.WriteExport(context.Background(), &buf, verify.LedgerSource(l)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	path := filepath.Join(dir, "audit.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "../scripts/verify-export.py", path).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "OK: 19 entries") {
+		t.Fatalf("verify-export.py: %v\n%s", err, out)
+	}
+	// One changed byte in an entry must make the script fail.
+	bad := bytes.Replace(buf.Bytes(), []byte(`"decision":"accepted"`), []byte(`"decision":"rejected"`), 1)
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(py, "../scripts/verify-export.py", path).CombinedOutput(); err == nil {
+		t.Fatalf("verify-export.py accepted a tampered export:\n%s", out)
+	}
+}
