@@ -41,7 +41,7 @@ func readVectors(t *testing.T, path string) []vector {
 // TestSharedVectors reproduces ../shared/vectors/entries.jsonl byte for byte,
 // both as generic JSON and through the typed Entry.
 func TestSharedVectors(t *testing.T) {
-	for _, path := range []string{"../../shared/vectors/entries.jsonl", "../testdata/vectors/entries.jsonl"} {
+	for _, path := range []string{"../../shared/vectors/entries.jsonl", "../testdata/vectors/entries.jsonl", "../testdata/vectors/govledger-entries.jsonl"} {
 		if _, err := os.Stat(path); err != nil {
 			if path == "../../shared/vectors/entries.jsonl" {
 				t.Logf("%s not present (shared/ lives beside the repository); using the published copy only", path)
