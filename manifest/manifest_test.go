@@ -359,7 +359,7 @@ func TestLoadSkills(t *testing.T) {
 	for _, a := range reg.Agents {
 		ids = append(ids, a.ID)
 	}
-	if want := []string{"fact-checker", "lit-pm", "perspective-swarm", "researcher", "statistician"}; !slices.Equal(ids, want) {
+	if want := []string{"fact-checker", "lit-pm", "perspective-swarm", "researcher", "statistician", "synthesizer", "systems-architect"}; !slices.Equal(ids, want) {
 		t.Fatalf("agents = %v; want %v (brainstorm-notes has no handoff block)", ids, want)
 	}
 	lit, _ := reg.Agent("lit-pm")

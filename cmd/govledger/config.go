@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -108,13 +109,16 @@ func openLedgerRO(g *globals) (*ledger.Ledger, error) {
 // ledgerErr classifies an Open failure: a missing file is the user's input
 // (exit 2), a corrupt one is a finding (exit 1), anything else internal (3).
 func ledgerErr(path string, err error) error {
+	if !strings.Contains(err.Error(), path) {
+		err = fmt.Errorf("ledger %s: %w", path, err)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ledger.ErrNotExist):
-		return inputErr(fmt.Errorf("ledger %s: %w", path, err))
+		return inputErr(err)
 	case errors.Is(err, ledger.ErrCorrupt):
-		return &exitError{code: exitFound, err: fmt.Errorf("ledger %s: %w", path, err)}
+		return &exitError{code: exitFound, err: err}
 	default:
-		return internalErr(fmt.Errorf("ledger %s: %w", path, err))
+		return internalErr(err)
 	}
 }
 

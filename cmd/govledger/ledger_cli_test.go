@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/go-json-experiment/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,130 @@ func TestDemoGolden(t *testing.T) {
 		"governed/1", "swarm/2", "skill/1", "vbw/1", "task/1", "DETECTED, first bad entry seq 3"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+// TestVerifyAgainstCheckpoint: a signed checkpoint kept outside the ledger
+// catches a rollback to an older copy of the database (invisible to the
+// chain alone), and --state refuses to go backwards even when the old
+// checkpoint is offered with the old database.
+func TestVerifyAgainstCheckpoint(t *testing.T) {
+	e := newCLIEnv(t)
+	key := filepath.Join(e.dir, "k")
+	must := func(want int, args ...string) string {
+		t.Helper()
+		code, out, stderr := e.run("", args...)
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, stderr)
+		}
+		return out
+	}
+	must(0, "lock")
+	must(0, "keygen", "--out", key, "govledger.test/cli")
+	must(0, "record", e.doc("01-product-to-analysis.json"))
+	db := filepath.Join(e.dir, "ledger.db")
+	old, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCP := filepath.Join(e.dir, "old-cp.txt")
+	must(0, "checkpoint", "--key", key+".key", "--out", oldCP)
+	must(0, "record", e.doc("02-thinker-to-technical.json"))
+	cp := filepath.Join(e.dir, "cp.txt")
+	must(0, "checkpoint", "--key", key+".key", "--out", cp)
+	state := filepath.Join(e.dir, "state")
+	out := must(0, "verify", "--checkpoint", cp, "--key", key+".pub", "--state", state)
+	if !strings.Contains(out, "extends the signed checkpoint of size 4") {
+		t.Errorf("verify output does not state the anchor:\n%s", out)
+	}
+
+	// Roll the database back: the chain alone still verifies…
+	if err := os.WriteFile(db, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(0, "verify")
+	// …but not against the newer checkpoint,
+	out = must(1, "verify", "--checkpoint", cp, "--key", key+".pub")
+	if !strings.Contains(out, "checkpoint: FAILED") {
+		t.Errorf("rollback not reported:\n%s", out)
+	}
+	// nor with the old checkpoint once the state has seen the newer one.
+	out = must(1, "--output", "json", "verify", "--checkpoint", oldCP, "--key", key+".pub", "--state", state)
+	if !strings.Contains(out, `"anchor_error"`) {
+		t.Errorf("state did not refuse going backwards:\n%s", out)
+	}
+	// A checkpoint signed by another key is a finding, not bad input.
+	must(0, "keygen", "--out", filepath.Join(e.dir, "evil"), "govledger.test/cli")
+	must(1, "verify", "--checkpoint", oldCP, "--key", filepath.Join(e.dir, "evil.pub"))
+}
+
+// TestFormatCorpusGolden pins "govledger validate" on every document of the
+// hand-off corpus, per format, valid and hostile, with the registry that
+// names the format's agents: the text output and the exit code (0 for the
+// valid folders, 1 for the hostile ones).
+func TestFormatCorpusGolden(t *testing.T) {
+	dir := t.TempDir()
+	skillsLock := filepath.Join(dir, "skills-lock.json")
+	var so, se bytes.Buffer
+	if code := run(context.Background(), []string{"govledger", "--manifest", "../../testdata/skills", "--lock", skillsLock, "lock"},
+		strings.NewReader(""), &so, &se, func(string) string { return "" }); code != 0 {
+		t.Fatalf("lock skills: exit %d: %s", code, se.String())
+	}
+	manifests := map[string][]string{
+		"governed": {"../../testdata/registry/prompt-manifest.json", "../../testdata/registry/prompt-lock.json"},
+		"vbw":      {"../../testdata/registry/prompt-manifest.json", "../../testdata/registry/prompt-lock.json"},
+		"task":     {"../../testdata/registry/prompt-manifest.json", "../../testdata/registry/prompt-lock.json"},
+		"swarm":    {"../../testdata/skills", skillsLock},
+		"skill":    {"../../testdata/skills", skillsLock},
+	}
+	for _, format := range []string{"governed", "swarm", "skill", "vbw", "task"} {
+		for _, kind := range []string{"valid", "hostile"} {
+			folder := filepath.Join("../../testdata/handoffs", format, kind)
+			var expect struct {
+				Now  string `json:"now"`
+				From string `json:"from"`
+				To   string `json:"to"`
+			}
+			b, err := os.ReadFile(filepath.Join(folder, "expect.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &expect, json.RejectUnknownMembers(false)); err != nil {
+				t.Fatal(err)
+			}
+			now, err := time.Parse(time.RFC3339, expect.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch format {
+			case "governed":
+				now = time.Date(2026, 2, 11, 7, 31, 0, 0, time.UTC) // the governed documents' day (expect-policy.json)
+			case "skill":
+				now = time.Date(2026, 2, 3, 15, 0, 0, 0, time.UTC) // the skill/1 documents' day
+			}
+			entries, err := os.ReadDir(folder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"govledger", "--manifest", manifests[format][0], "--lock", manifests[format][1],
+				"validate", "--root", "../../testdata/handoffs"}
+			if expect.From != "" {
+				args = append(args, "--from", expect.From, "--to", expect.To)
+			}
+			for _, e := range entries {
+				if !e.IsDir() && e.Name() != "expect.json" {
+					args = append(args, filepath.Join(folder, e.Name()))
+				}
+			}
+			var stdout, stderr bytes.Buffer
+			code := runWithClock(context.Background(), args, strings.NewReader(""), &stdout, &stderr,
+				func(string) string { return "" }, func() time.Time { return now })
+			want := map[string]int{"valid": 0, "hostile": 1}[kind]
+			if code != want {
+				t.Errorf("%s/%s: exit %d, want %d\n%s%s", format, kind, code, want, stdout.String(), stderr.String())
+			}
+			golden(t, "testdata/formats", format+"-"+kind, code, strings.ReplaceAll(stdout.String(), dir, "$TMP"), stderr.String())
 		}
 	}
 }

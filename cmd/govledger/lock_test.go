@@ -295,7 +295,7 @@ func TestLockSkills(t *testing.T) {
 	if err := os.CopyFS("skills", os.DirFS(src)); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := runLockCLI(t, "--manifest", "skills", "lock"); code != 0 || !strings.Contains(stdout, "5 agents") {
+	if code, stdout, stderr := runLockCLI(t, "--manifest", "skills", "lock"); code != 0 || !strings.Contains(stdout, "7 agents") {
 		t.Fatalf("lock: exit %d %s %s", code, stdout, stderr)
 	}
 	editFile(t, "skills/lit-pm/SKILL.md", func(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\n"), []byte("\r\n")) })
