@@ -60,6 +60,7 @@ Examples:
 			fmt.Fprintf(w, "  record, %2d writers                  %10.0f /s   %.2fx raw bbolt (target >= 2.5)\n", res.Writers, res.ConcurrentPerSec, res.ConcurrentVsRawBbolt)
 			fmt.Fprintf(w, "  raw bbolt scan + SHA-256            %10.0f /s\n", res.RawScanPerSec)
 			fmt.Fprintf(w, "  verify (full replay)                %10.0f /s   %.2fx raw scan (target >= 0.5)\n", res.VerifyPerSec, res.VerifyVsRawScan)
+			fmt.Fprintf(w, "  verify, chain only (no re-decision)  %10.0f /s   %.2fx raw scan\n", res.VerifyChainPerSec, res.VerifyChainVsRawScan)
 			fmt.Fprintf(w, "  verify heap peak                    %10.1f MiB\n", res.VerifyHeapPeakMiB)
 			return nil
 		},
