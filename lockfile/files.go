@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/govledger/govledger/internal/atomicfile"
 )
 
 // MaxPromptSize is the largest prompt file the openers read, in bytes.
@@ -135,38 +137,6 @@ func DirOpener(dir string) func(path string) ([]byte, error) {
 // writes a temporary file in the same folder, syncs it, renames it over
 // path and syncs the folder. Readers see the old bytes or the new ones,
 // never a mix, and a crash leaves at most a stray temporary file.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return atomicfile.WriteBytes(path, data, perm)
 }
