@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/manifest"
@@ -79,10 +78,10 @@ func Parse(name string, data []byte) (*Lock, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); t[0] != '{' {
 		return nil, manifest.ErrorList{{File: name, Line: 1, Col: 1, Err: fmt.Errorf("%w: want a JSON object", ErrSyntax)}}
 	}
-	pos := newPositions(data)
+	pos := strictjson.NewPositions(data)
 	var errs manifest.ErrorList
 	add := func(ptr string, err error) {
-		line, col := pos.at(ptr)
+		line, col := pos.At(ptr)
 		errs = append(errs, &manifest.Error{File: name, Line: line, Col: col, Field: ptr, Err: err})
 	}
 	switch {
@@ -199,49 +198,4 @@ func appendString(b []byte, s string) []byte {
 
 func escapePointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}
-
-// positions maps JSON Pointers to byte offsets (the member name, for
-// object members).
-type positions struct {
-	data []byte
-	off  map[string]int64
-}
-
-func newPositions(data []byte) *positions { return &positions{data: data} }
-
-// index builds the map on first use: valid files never pay for it.
-func (p *positions) index() {
-	p.off = map[string]int64{}
-	data := p.data
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	for {
-		off := dec.InputOffset()
-		if _, err := dec.ReadToken(); err != nil {
-			break
-		}
-		ptr := string(dec.StackPointer())
-		if _, ok := p.off[ptr]; !ok {
-			for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
-				off++
-			}
-			p.off[ptr] = off
-		}
-	}
-}
-
-func (p *positions) at(ptr string) (line, col int) {
-	if p.off == nil {
-		p.index()
-	}
-	for {
-		if off, ok := p.off[ptr]; ok {
-			return strictjson.Position(p.data, off)
-		}
-		i := strings.LastIndexByte(ptr, '/')
-		if i < 0 {
-			return 1, 1
-		}
-		ptr = ptr[:i]
-	}
 }

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/govledger/govledger/internal/strictjson"
 )
 
 // Load reads an agent registry from the file system. A path naming a
@@ -121,7 +123,7 @@ func checkFiles(root *os.Root, reg *Registry, name string, data []byte) ErrorLis
 			s = site{file: filepath.Join(reg.Dir, filepath.FromSlash(reg.Agents[i].PromptPath)), line: 1, col: 1}
 		} else {
 			if loc == nil {
-				loc = newPositions(data).locator(name)
+				loc = agentLocator(strictjson.NewPositions(data), name)
 			}
 			s = loc(i, "prompt_path")
 		}

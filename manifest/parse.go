@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/govledger/govledger/internal/strictjson"
 )
@@ -60,10 +59,10 @@ func Parse(name string, data []byte, dir string) (*Registry, error) {
 	if t := bytes.TrimLeft(data, " \t\r\n"); t[0] != '{' {
 		return nil, ErrorList{{File: name, Line: 1, Col: 1, Err: &syntaxError{msg: "want a JSON object", cause: strictjson.ErrType}}}
 	}
-	idx := newPositions(data)
+	idx := strictjson.NewPositions(data)
 	var errs ErrorList
 	top := func(ptr string, err error) {
-		line, col := idx.at(ptr)
+		line, col := idx.At(ptr)
 		errs = append(errs, &Error{File: name, Line: line, Col: col, Field: ptr, Err: err})
 	}
 	switch {
@@ -90,7 +89,7 @@ func Parse(name string, data []byte, dir string) (*Registry, error) {
 			}
 		}
 	}
-	errs = append(errs, validate(agents, idx.locator(name))...)
+	errs = append(errs, validate(agents, agentLocator(idx, name))...)
 	if len(errs) > 0 {
 		sortErrors(errs)
 		return nil, errs
@@ -143,8 +142,8 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 	if len(snap.Agents) > MaxAgents {
 		return nil, ErrorList{{File: name, Field: "/agents", Err: fmt.Errorf("%w: %d agents, limit %d", ErrTooLarge, len(snap.Agents), MaxAgents)}}
 	}
-	idx := newPositions(data)
-	loc := idx.locator(name)
+	idx := strictjson.NewPositions(data)
+	loc := agentLocator(idx, name)
 	var errs ErrorList
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
@@ -350,58 +349,11 @@ func fromStrict(name string, err error) *Error {
 	return &Error{File: name, Err: &syntaxError{msg: err.Error(), cause: err}}
 }
 
-// positions maps the JSON Pointer of every member and element of a
-// document to the byte offset where it starts (the member name, for
-// object members).
-type positions struct {
-	data []byte
-	at0  map[string]int64
-}
-
-func newPositions(data []byte) *positions { return &positions{data: data} }
-
-// index builds the map on first use: valid files never pay for it.
-func (p *positions) index() {
-	p.at0 = map[string]int64{}
-	data := p.data
-	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	for {
-		off := dec.InputOffset()
-		if _, err := dec.ReadToken(); err != nil {
-			break
-		}
-		ptr := string(dec.StackPointer())
-		if _, ok := p.at0[ptr]; !ok {
-			for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
-				off++
-			}
-			p.at0[ptr] = off
-		}
-	}
-}
-
-// at returns the line and column of ptr, or of its nearest ancestor that
-// is in the document.
-func (p *positions) at(ptr string) (line, col int) {
-	if p.at0 == nil {
-		p.index()
-	}
-	for {
-		if off, ok := p.at0[ptr]; ok {
-			return strictjson.Position(p.data, off)
-		}
-		i := strings.LastIndexByte(ptr, '/')
-		if i < 0 {
-			return 1, 1
-		}
-		ptr = ptr[:i]
-	}
-}
-
-func (p *positions) locator(file string) locator {
+// agentLocator places the fields of the agents of the document p indexes.
+func agentLocator(p *strictjson.Positions, file string) locator {
 	return func(i int, field string) site {
 		ptr := "/agents/" + strconv.Itoa(i) + "/" + field
-		line, col := p.at(ptr)
+		line, col := p.At(ptr)
 		return site{file: file, line: line, col: col, field: ptr}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -252,4 +253,56 @@ func CanonicalizeBytes(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(v), nil
+}
+
+// Positions maps the JSON Pointer of every member and element of a
+// document to the line and column where it starts (the member name, for
+// object members). The map is built on first use, so valid documents never
+// pay for it.
+type Positions struct {
+	data []byte
+	off  map[string]int64
+}
+
+// NewPositions returns the positions of data (read lazily).
+func NewPositions(data []byte) *Positions { return &Positions{data: data} }
+
+func (p *Positions) index() {
+	p.off = map[string]int64{}
+	dec := jsontext.NewDecoder(bytes.NewReader(p.data))
+	for {
+		off := dec.InputOffset()
+		if _, err := dec.ReadToken(); err != nil {
+			break
+		}
+		ptr := string(dec.StackPointer())
+		if _, ok := p.off[ptr]; !ok {
+			p.off[ptr] = skipSeparators(p.data, off)
+		}
+	}
+}
+
+func skipSeparators(data []byte, off int64) int64 {
+	for off < int64(len(data)) && bytes.IndexByte([]byte(" \t\r\n,:"), data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+// At returns the 1-based line and column of ptr, or of its nearest
+// ancestor that is in the document (1, 1 if none).
+func (p *Positions) At(ptr string) (line, col int) {
+	if p.off == nil {
+		p.index()
+	}
+	for {
+		if off, ok := p.off[ptr]; ok {
+			return Position(p.data, off)
+		}
+		i := strings.LastIndexByte(ptr, '/')
+		if i < 0 {
+			return 1, 1
+		}
+		ptr = ptr[:i]
+	}
 }
