@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/manifest"
 )
