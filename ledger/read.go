@@ -307,3 +307,21 @@ func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, 
 		return nil
 	}})
 }
+
+// View calls fn with the ledger's derived state (accepted handoff ids,
+// blocked agents, snapshots in force) as of the last commit, inside one
+// read transaction, so a caller can decide without recording ("govledger
+// validate"). st must not be used after fn returns.
+func (l *Ledger) View(fn func(st State) error) error {
+	return l.view(func(tx *bolt.Tx) error {
+		w, err := newWriter(tx, l.now)
+		if err != nil {
+			return err
+		}
+		st := &state{w: w, manifest: w.manifest, lock: w.lock, hasManifest: w.hasManifest, hasLock: w.hasLock}
+		if err := fn(st); err != nil {
+			return err
+		}
+		return st.err
+	})
+}

@@ -83,6 +83,7 @@ func TestLedgerCLIGolden(t *testing.T) {
 			e.doc("04-research-hash-mismatch.json"), e.doc("05-research-blocked.json")}, 1},
 		{"record-stdin-garbage-json", "\x00\xffnot a handoff", []string{"--output", "json", "record", "-"}, 1},
 		{"record-replay", "", []string{"record", e.doc("06-replay-of-01.json")}, 1},
+		{"validate-consults-ledger", "", []string{"validate", e.doc("01-product-to-analysis.json"), e.doc("05-research-blocked.json")}, 1},
 		{"record-vbw-from-to", "", []string{"record", "--from", "domain-03-technical", "--to", "domain-02-analysis", e.doc("09-qa-result.vbw.json")}, 0},
 		{"record-unreadable", "", []string{"record", e.doc("no-such-file.json")}, 2},
 		{"unblock-not-blocked", "", []string{"unblock", "--reason", "checked", "domain-05-product"}, 2},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -208,6 +210,38 @@ Examples:
 	}
 }
 
+// validateWithState decides without recording. When the ledger exists,
+// its state is consulted read-only, so validate reports REPLAY and
+// AGENT_BLOCKED exactly as record would; without a ledger those checks
+// have nothing to compare against.
+func validateWithState(g *globals, cfg *govern.Config, name string, p *govern.Payload) (*govern.Outcome, error) {
+	if _, err := os.Stat(g.db); err != nil {
+		o, err := govern.Validate(cfg, name, p, nil)
+		if err != nil {
+			return nil, inputErr(err)
+		}
+		return o, nil
+	}
+	l, err := openLedgerRO(g)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var o *govern.Outcome
+	err = l.View(func(st ledger.State) error {
+		var verr error
+		o, verr = govern.Validate(cfg, name, p, st)
+		return verr
+	})
+	if err != nil {
+		if errors.Is(err, ledger.ErrCorrupt) {
+			return nil, ledgerErr(g.db, err)
+		}
+		return nil, inputErr(err)
+	}
+	return o, nil
+}
+
 func decideFiles(c *cli.Context, g *globals, record bool) error {
 	if err := noFlagsAfterArgs(c); err != nil {
 		return err
@@ -243,9 +277,9 @@ func decideFiles(c *cli.Context, g *globals, record bool) error {
 				return internalErr(fmt.Errorf("record %s: %w (outcome unknown: run 'govledger verify', then retry)", name, err))
 			}
 		} else {
-			o, err = govern.Validate(cfg, name, p, nil)
+			o, err = validateWithState(g, cfg, name, p)
 			if err != nil {
-				return inputErr(err)
+				return err
 			}
 		}
 		rep.add(newDocResult(o))
