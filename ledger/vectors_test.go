@@ -10,6 +10,7 @@ import (
 
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
 )
 
 type vector struct {
@@ -119,4 +120,40 @@ func TestMarshalIsCanonical(t *testing.T) {
 			t.Errorf("vector %d: Canonical() = %s, %v; want %s", i+1, got, err, c)
 		}
 	}
+}
+
+// FuzzCanonical: for any strings in an entry, Canonical() equals the full
+// RFC 8785 canonicalization of its bytes, and the bytes decode back to the
+// same entry.
+func FuzzCanonical(f *testing.F) {
+	f.Add("prompt verified <ok> & \"done\"", "domain-01-research", "\u2028\u007f\t\n\u0001 😀 é")
+	f.Add("", "a", "\x00")
+	f.Fuzz(func(t *testing.T, note, agent, msg string) {
+		rs := []reason.Reason{{Code: reason.SchemaInvalid, Severity: reason.Error, Field: agent, Message: msg}}
+		size := int64(len(msg))
+		var h ledger.Hash
+		entries := []*ledger.Entry{
+			{V: 1, Seq: 2, Time: ledger.Time{Time: time.Unix(1, 5).UTC()}, Kind: ledger.KindUnblock, Agent: agent, Note: note},
+			{V: 1, Seq: 3, Time: ledger.Time{Time: time.Unix(2, 0).UTC()}, Kind: ledger.KindHandoff, Format: ledger.Str(note),
+				Decision: reason.Rejected, Reasons: &rs, HandoffID: ledger.Null(), Source: ledger.Str(agent), Target: ledger.StrOrNull(msg),
+				WorkflowID: ledger.Null(), PayloadSHA256: &h, PayloadSize: &size, ManifestSHA256: &h, LockSHA256: &h},
+		}
+		for _, e := range entries {
+			c, err := e.Canonical()
+			if err != nil {
+				return // invalid UTF-8 or an empty required string: refused, fine
+			}
+			full, err := strictjson.CanonicalizeBytes(c)
+			if err != nil || !bytes.Equal(full, c) {
+				t.Fatalf("Canonical() = %q, full JCS = %q (%v)", c, full, err)
+			}
+			d, err := ledger.DecodeEntry(c)
+			if err != nil {
+				t.Fatalf("DecodeEntry(%q) = %v", c, err)
+			}
+			if c2, _ := d.Canonical(); !bytes.Equal(c2, c) {
+				t.Fatalf("round trip %q -> %q", c, c2)
+			}
+		}
+	})
 }
