@@ -206,3 +206,40 @@ func TestIndependentExportScript(t *testing.T) {
 		t.Fatalf("verify-export.py accepted a tampered export:\n%s", out)
 	}
 }
+
+// TestDecisionUsesEntryTime: when the ledger raises the entry time above
+// the proposed one (an earlier entry is later), the decision made before
+// the commit is discarded and taken again at the entry's time; here that
+// turns an acceptance into STALE, and verify agrees.
+func TestDecisionUsesEntryTime(t *testing.T) {
+	cfg, dir := setup(t)
+	later := demo.Epoch.Add(48 * time.Hour)
+	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: func() time.Time { return later }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// An entry at "later" (the ledger clock), then a record proposing Epoch.
+	if _, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
+		e.Kind, e.Agent, e.Note = ledger.KindUnblock, "nobody", "clock test"
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := govern.Validate(cfg, "doc", payload(t, "01-product-to-analysis.json", 1<<20), nil)
+	if err != nil || v.Decision.Decision != reason.Accepted {
+		t.Fatalf("at the proposed time the handoff is %v (%v), want accepted", v.Decision.Decision, err)
+	}
+	o, err := govern.Record(context.Background(), l, cfg, "doc", payload(t, "01-product-to-analysis.json", 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := o.Entry().Entry
+	if !e.Time.Equal(later) {
+		t.Fatalf("entry time %v, want %v", e.Time, later)
+	}
+	if got := reason.Codes(o.Decision.Reasons); o.Decision.Decision != reason.Rejected || len(got) != 1 || got[0] != reason.Stale {
+		t.Fatalf("decision %s %v, want rejected [STALE] at the entry's time", o.Decision.Decision, got)
+	}
+	mustVerify(t, l)
+}
