@@ -432,13 +432,13 @@ func (c *checker) timestamp() {
 	if ahead := t.Sub(now); ahead > MaxClockSkew {
 		c.add(reason.ClockSkew, reason.Error, field,
 			"timestamp %s is %s after the ledger time %s (at most %s allowed)",
-			q(ts), ahead, now.UTC().Format(time.RFC3339Nano), MaxClockSkew)
+			q(ts), ahead.Round(time.Second), now.UTC().Format(time.RFC3339Nano), MaxClockSkew)
 	}
 	if maxAge := time.Duration(c.in.Inputs.Params.MaxAge); maxAge > 0 {
 		if age := now.Sub(t); age > maxAge {
 			c.add(reason.Stale, reason.Error, field,
 				"timestamp %s is %s before the ledger time %s, older than --max-age %s",
-				q(ts), age, now.UTC().Format(time.RFC3339Nano), maxAge)
+				q(ts), age.Round(time.Second), now.UTC().Format(time.RFC3339Nano), maxAge)
 		}
 	}
 }

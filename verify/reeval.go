@@ -82,7 +82,7 @@ func (r *replayer) reevaluate(seq uint64, e *ledger.Entry, payload []byte) bool 
 	} else if !r.state.approximated {
 		for i, x := range d.Reasons {
 			if y := (*e.Reasons)[i]; x.Message != y.Message {
-				r.add(Finding{Seq: seq, Kind: KindReasons, Want: x.Message, Got: y.Message,
+				r.add(Finding{Seq: seq, Kind: KindMessage, Want: x.Message, Got: y.Message,
 					Message: fmt.Sprintf("re-taking the decision gives another message for reason %d (%s)", i, x.Code)})
 			}
 		}

@@ -94,8 +94,11 @@ func TestReevaluate(t *testing.T) {
 			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Field = "elsewhere" })
 		}, 4, "4:reasons"},
 		{"reason-message-@4", func(t *testing.T, s *fakeSource) {
+			// Only the wording differs, and the chain was re-hashed: reported
+			// as a warning (wording may change between versions); a
+			// checkpoint anchor is what catches a re-hashed rewrite.
 			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Message = "all good" })
-		}, 4, "4:reasons"},
+		}, 0, "4:message"},
 		{"warning-added-@9", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 9, func(e *ledger.Entry) {
 				*e.Reasons = append(*e.Reasons, reason.Reason{Code: reason.HandoffLoop, Severity: reason.Warning, Message: "loop"})

@@ -20,13 +20,18 @@ const (
 	KindTimeBackwards  = "time_backwards"  // warning: an entry's time is before the previous entry's
 	KindDecision       = "decision"        // re-evaluation gives another decision
 	KindReasons        = "reasons"         // re-evaluation gives other reason codes or severities
-	KindBlocks         = "blocks"          // re-evaluation blocks other agents
-	KindIndex          = "index"           // structural: an index disagrees with the chain
-	KindMetaHead       = "meta_head"       // the stored head disagrees with the chain
-	KindUnknownKey     = "unknown_key"     // structural: a bucket or key that has no place in a ledger
-	KindTree           = "tree"            // structural: a stored tree hash disagrees with the chain
-	KindCorrupt        = "corrupt"         // the file could not be read (a recovered panic, a damaged page)
-	KindExportLine     = "export_line"     // an export line is not valid
+	// KindMessage (warning): re-evaluation gives the same codes, severities
+	// and fields but another message text. Messages are covered by the
+	// hash chain; their wording may improve between govledger versions, so
+	// a difference alone must not fail the verification of an old ledger.
+	KindMessage    = "message"
+	KindBlocks     = "blocks"      // re-evaluation blocks other agents
+	KindIndex      = "index"       // structural: an index disagrees with the chain
+	KindMetaHead   = "meta_head"   // the stored head disagrees with the chain
+	KindUnknownKey = "unknown_key" // structural: a bucket or key that has no place in a ledger
+	KindTree       = "tree"        // structural: a stored tree hash disagrees with the chain
+	KindCorrupt    = "corrupt"     // the file could not be read (a recovered panic, a damaged page)
+	KindExportLine = "export_line" // an export line is not valid
 )
 
 // Finding is one inconsistency. It is self-contained: Seq, Kind, and the
@@ -49,7 +54,7 @@ type Finding struct {
 
 // Warning reports whether f is only a warning: it does not make the report
 // fail and does not count for FirstBad.
-func (f Finding) Warning() bool { return f.Kind == KindTimeBackwards }
+func (f Finding) Warning() bool { return f.Kind == KindTimeBackwards || f.Kind == KindMessage }
 
 func (f Finding) String() string {
 	s := fmt.Sprintf("seq %d: %s: %s", f.Seq, f.Kind, f.Message)
