@@ -61,6 +61,9 @@ Examples:
 			if err != nil {
 				return internalErr(fmt.Errorf("demo: %w", err))
 			}
+			if c.String("keep") == "" {
+				st.Dir = "" // removed when the demo ends
+			}
 			if g.output == "json" {
 				if err := writeJSON(g.stdout, demoResult{Schema: "govledger.demo/v1", Story: st}); err != nil {
 					return err

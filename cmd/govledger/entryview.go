@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
@@ -33,7 +34,7 @@ type entryView struct {
 
 func newEntryView(e *ledger.Entry, raw []byte) entryView {
 	v := entryView{
-		Seq: e.Seq, Hash: ledger.LeafHash(raw).String(), Time: e.Time.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		Seq: e.Seq, Hash: ledger.LeafHash(raw).String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
 		Kind: e.Kind, Decision: e.Decision, Format: e.Format.String(), HandoffID: e.HandoffID.String(),
 		Source: e.Source.String(), Target: e.Target.String(), WorkflowID: e.WorkflowID.String(),
 		Blocks: e.Blocks, What: e.What, Agent: e.Agent, Redacted: e.RedactedSeq, Note: e.Note,

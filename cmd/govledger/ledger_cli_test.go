@@ -312,6 +312,19 @@ func TestFormatCorpusGolden(t *testing.T) {
 				t.Errorf("%s/%s: exit %d, want %d\n%s%s", format, kind, code, want, stdout.String(), stderr.String())
 			}
 			golden(t, "testdata/formats", format+"-"+kind, code, strings.ReplaceAll(stdout.String(), dir, "$TMP"), stderr.String())
+			if kind == "hostile" && (format == "swarm" || format == "skill") {
+				// The seed's own rejection formats: seed 000's error
+				// response YAML, seed 002's stop message.
+				stdout.Reset()
+				stderr.Reset()
+				seedArgs := append([]string{args[0], "--output", "seed-error"}, args[1:]...)
+				code := runWithClock(context.Background(), seedArgs, strings.NewReader(""), &stdout, &stderr,
+					func(string) string { return "" }, func() time.Time { return now })
+				if code != 1 {
+					t.Errorf("%s/%s seed-error: exit %d, want 1", format, kind, code)
+				}
+				golden(t, "testdata/formats", format+"-"+kind+"-seed-error", code, stdout.String(), stderr.String())
+			}
 		}
 	}
 }

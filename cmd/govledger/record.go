@@ -104,12 +104,18 @@ func (rep *docReport) render(w io.Writer, output string) error {
 	case "json":
 		return writeJSON(w, rep)
 	case "seed-error":
+		// Each rejection in its format's own words: seed 000's error
+		// response as one YAML document per file, seed 002's stop message
+		// under the file's name; other documents as text.
 		for _, d := range rep.Documents {
-			if d.SeedError != "" {
-				fmt.Fprintf(w, "%s\n", strings.TrimRight(d.SeedError, "\n"))
-				continue
+			switch {
+			case d.SeedError != "" && d.Format == string(handoff.Swarm):
+				fmt.Fprintf(w, "--- # %s\n%s\n", d.File, strings.TrimRight(d.SeedError, "\n"))
+			case d.SeedError != "":
+				fmt.Fprintf(w, "%s:\n%s\n", d.File, strings.TrimRight(d.SeedError, "\n"))
+			default:
+				renderDocText(w, d)
 			}
-			renderDocText(w, d)
 		}
 		return nil
 	}
