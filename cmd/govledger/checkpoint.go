@@ -144,6 +144,20 @@ ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
 					return usageErr("checkpoint rotate: old and new keys are the same")
 				}
 			}
+			// The chain of rotations must not fork: --old-key names the key
+			// the last rotation brought into force (any key for the first).
+			inForce, at, err := keyInForce(c, l)
+			if err != nil {
+				return err
+			}
+			switch {
+			case inForce != "" && oldV == "":
+				return usageErr("checkpoint rotate: --old-key is required: %s is in force since seq %d", inForce, at)
+			case inForce != "" && oldV != inForce:
+				return usageErr("checkpoint rotate: --old-key %s is not the key in force (%s, since seq %d)", oldV, inForce, at)
+			case inForce == newV:
+				return usageErr("checkpoint rotate: %s is already in force (since seq %d)", newV, at)
+			}
 			res, err := l.Append(c.Context, &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
 				e.Kind, e.OldKey, e.NewKey, e.Note = ledger.KindKeyRotation, oldV, newV, why
 				return nil
@@ -160,6 +174,30 @@ ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
 			return nil
 		},
 	}
+}
+
+// keyInForce returns the new_key of the ledger's last key_rotation entry
+// and its seq ("" and 0 when there is none).
+func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
+	var key string
+	var at uint64
+	err := l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
+		e, err := ledger.DecodeEntry(raw)
+		if err != nil {
+			return ledgerReadErr(seq, err)
+		}
+		if e.Kind == ledger.KindKeyRotation {
+			key, at = e.NewKey, seq
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := err.(*exitError); ok {
+			return "", 0, err
+		}
+		return "", 0, internalErr(err)
+	}
+	return key, at, nil
 }
 
 type rotateResult struct {

@@ -100,9 +100,17 @@ func TestCheckpointRotate(t *testing.T) {
 		{"--db", db, "checkpoint", "rotate", "--new-key", "not-a-key+zz", "--reason", "x"},
 		{"--db", db, "checkpoint", "rotate", "--new-key", newPub},
 		{"--db", db, "checkpoint", "rotate", "--old-key", newPub, "--new-key", newPub, "--reason", "x"},
+		// the rotation chain may not fork: the old key must be the one in force
+		{"--db", db, "checkpoint", "rotate", "--new-key", oldPub, "--reason", "x"},
+		{"--db", db, "checkpoint", "rotate", "--old-key", oldPub, "--new-key", newPub, "--reason", "again"},
 	} {
 		if code, _, _ := runCLI(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+	// The next rotation starts from the key in force.
+	_, thirdPub := keypair(t)
+	if code, _, errOut := runCLI(t, "--db", db, "checkpoint", "rotate", "--old-key", newPub, "--new-key", thirdPub, "--reason", "next"); code != 0 {
+		t.Fatalf("second rotation: exit %d: %s", code, errOut)
 	}
 }
