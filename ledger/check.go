@@ -68,6 +68,11 @@ const (
 // job; Check judges the store. An error (ErrCorrupt, ctx) comes with the
 // findings gathered so far.
 func (l *Ledger) Check(ctx context.Context) (findings []Finding, err error) {
+	// Walk the raw pages first: bbolt's own traversal of a corrupted tree
+	// can recurse without end.
+	if err := l.checkPages(); err != nil {
+		return nil, err
+	}
 	c := &checker{ctx: ctx}
 	err = l.view(func(tx *bolt.Tx) error {
 		c.tx = tx

@@ -30,6 +30,13 @@ const (
 
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
+	// CheckPages walks every page of the file's B+trees before Open returns
+	// (see checkPages): a corrupted file then fails with ErrCorrupt instead
+	// of sending bbolt into an unbounded recursion, a fatal stack overflow
+	// that no recover can catch. It costs one read of every page in use;
+	// verify and export set it. Check always walks the pages first.
+	CheckPages bool
+
 	// ReadOnly opens the file with a shared lock for readers (verify, show,
 	// log). Append and Redact return ErrReadOnly. The file's bytes are never
 	// changed. A read-only Open never creates a file.
@@ -161,6 +168,12 @@ func Open(path string, opts *Options) (*Ledger, error) {
 	}
 	l := &Ledger{path: path, db: db, readOnly: o.ReadOnly, now: o.Now, maxBatch: o.MaxBatch, done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
+	if o.CheckPages {
+		if err := l.checkPages(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
 	if err := l.view(func(tx *bolt.Tx) error {
 		origin, err := checkMeta(tx)
 		l.origin = origin

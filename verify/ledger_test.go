@@ -214,7 +214,7 @@ func codes(e *ledger.Entry) string {
 // check and the stored head, as `govledger verify` does.
 func verifyFile(t testing.TB, path string, opts verify.Options) (*verify.Report, error) {
 	t.Helper()
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true, Timeout: time.Second})
+	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true, Timeout: time.Second, CheckPages: true})
 	if err != nil {
 		return nil, err
 	}

@@ -211,7 +211,7 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: 5 * time.Second})
+	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: 5 * time.Second, CheckPages: true})
 	if err != nil {
 		if errors.Is(err, ledger.ErrNotExist) {
 			return nil, inputErr(err)
