@@ -22,12 +22,8 @@ var (
 const MinSummaryRunes = 50
 
 func parseSkill(c *checker, rec *Record, data []byte, opts Options) {
-	root, err := yamlTree(data, 0)
-	if err != nil {
-		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
-		return
-	}
-	if !c.want("", root, kObject) {
+	root, ok := c.yamlObject(data)
+	if !ok {
 		return
 	}
 	// Version first: it decides whether unknown fields are errors.

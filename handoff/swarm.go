@@ -61,12 +61,8 @@ func SwarmPreimage(doc []byte) []byte {
 }
 
 func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
-	root, err := yamlTree(data, 0)
-	if err != nil {
-		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
-		return
-	}
-	if !c.want("", root, kObject) {
+	root, ok := c.yamlObject(data)
+	if !ok {
 		return
 	}
 	h := c.object(root, "", "handoff", true)

@@ -15,6 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/govledger/govledger/internal/strictjson"
+
+	"github.com/govledger/govledger/reason"
 )
 
 // MaxDepth is the deepest nesting of mappings/objects and sequences/arrays
@@ -309,4 +311,16 @@ func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
 func safeNumber(lit string) bool {
 	f, err := strconv.ParseFloat(lit, 64)
 	return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) && math.Abs(f) <= strictjson.MaxSafeInteger
+}
+
+// yamlObject parses data as the strict YAML of a swarm/2 or skill/1
+// document and returns its top-level mapping; a document that does not
+// parse is UNPARSEABLE, one that is not a mapping SCHEMA_INVALID.
+func (c *checker) yamlObject(data []byte) (*node, bool) {
+	root, err := yamlTree(data, 0)
+	if err != nil {
+		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
+		return nil, false
+	}
+	return root, c.want("", root, kObject)
 }

@@ -29,7 +29,7 @@ const crashEnv = "GOVLEDGER_CRASH_CHILD_DB"
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashEnv)
 	if path == "" {
-		t.Skip("run by TestCrash")
+		t.Skip("helper process: TestCrash runs it as its child with " + crashEnv + " set")
 	}
 	l, err := ledger.Open(path, &ledger.Options{Timeout: 10 * time.Second})
 	if err != nil {
