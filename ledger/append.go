@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -202,16 +204,20 @@ func (f *fatalError) Unwrap() error { return f.err }
 
 func (l *Ledger) commit(batch []*pending) {
 	var fnErr error
+	var wr *writer
 	written := 0
+	hc := l.head
+	l.head.ok = false // until this commit is known to have landed
 	err := func() (err error) {
 		defer recoverCorrupt(&err)
 		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 		return l.db.Update(func(tx *bolt.Tx) error {
-			w, err := newWriter(tx, l.now)
+			w, err := newWriter(tx, l.now, &hc)
 			if err != nil {
 				fnErr = err
 				return err
 			}
+			defer func() { wr = w }()
 			for _, p := range batch {
 				p.res, p.err = w.apply(p.req)
 				if f := (*fatalError)(nil); errors.As(p.err, &f) {
@@ -220,6 +226,15 @@ func (l *Ledger) commit(batch []*pending) {
 				}
 				if p.err == nil {
 					written += len(p.res.Entries)
+				}
+			}
+			if w.seq-w.indexed >= l.indexBatch {
+				if err := w.flushIndexes(l.unindexed); err != nil {
+					if f := (*fatalError)(nil); errors.As(err, &f) {
+						err = f.err
+					}
+					fnErr = err
+					return err
 				}
 			}
 			return nil
@@ -244,6 +259,14 @@ func (l *Ledger) commit(batch []*pending) {
 			p.res, p.err = nil, err
 		}
 	} else {
+		if wr != nil {
+			l.head = headCache{seq: wr.seq, hash: wr.head, time: wr.last, ok: true}
+			if wr.indexed == wr.seq {
+				l.unindexed = nil
+			} else {
+				l.unindexed = append(l.unindexed, wr.unindexed...)
+			}
+		}
 		l.commits.Add(1)
 		l.entries.Add(uint64(written))
 	}
@@ -263,9 +286,31 @@ type writer struct {
 	last                        time.Time
 	manifest, lock              Hash
 	hasManifest, hasLock        bool
+	// indexed is meta "indexed"; unindexed holds the secondary index keys
+	// of this writer's entries (all beyond indexed).
+	indexed   uint64
+	unindexed []indexed
 }
 
-func newWriter(tx *bolt.Tx, now func() time.Time) (*writer, error) {
+// indexed is one entry's secondary index keys (indexKeys).
+type indexed struct {
+	seq  uint64
+	keys map[string][][]byte
+}
+
+// headCache is the head as the last successful commit left it, so the
+// next commit need not decode the head entry again to learn its time. It
+// is only read and written by the committer goroutine.
+type headCache struct {
+	seq  uint64
+	hash Hash
+	time time.Time
+	ok   bool
+}
+
+// newWriter starts a writer on tx. hc (nil in read-only views) saves
+// decoding the head entry when it still names the stored head.
+func newWriter(tx *bolt.Tx, now func() time.Time, hc *headCache) (*writer, error) {
 	w := &writer{tx: tx, now: now,
 		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
 		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
@@ -287,18 +332,65 @@ func newWriter(tx *bolt.Tx, now func() time.Time) (*writer, error) {
 		if LeafHash(raw) != w.head {
 			return nil, fmt.Errorf("%w: meta head hash differs from entry %d", ErrCorrupt, w.seq)
 		}
-		e, err := DecodeEntry(raw)
-		if err != nil {
-			return nil, &RecordError{Seq: w.seq, Op: "decode head", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+		if hc != nil && hc.ok && hc.seq == w.seq && hc.hash == w.head {
+			w.last = hc.time
+		} else {
+			e, err := DecodeEntry(raw)
+			if err != nil {
+				return nil, &RecordError{Seq: w.seq, Op: "decode head", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+			}
+			w.last = e.Time.Time
 		}
-		w.last = e.Time.Time
 	}
 	if k, _ := w.entries.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) != w.seq) {
 		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ErrCorrupt, k, w.seq)
 	}
 	w.manifest, w.hasManifest = readHash(w.meta, metaManifest)
 	w.lock, w.hasLock = readHash(w.meta, metaLock)
+	if w.indexed, err = readIndexed(w.meta, w.seq); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// flushIndexes writes the secondary index keys of entries indexed+1..seq,
+// each bucket's keys in sorted order, and moves meta "indexed" to seq.
+// Keys come from earlier (the ledger's memory of earlier commits) and this
+// writer's own entries; an entry found in neither is decoded from the file.
+func (w *writer) flushIndexes(earlier []indexed) error {
+	known := make(map[uint64]map[string][][]byte, len(earlier)+len(w.unindexed))
+	for _, x := range earlier {
+		known[x.seq] = x.keys
+	}
+	for _, x := range w.unindexed {
+		known[x.seq] = x.keys
+	}
+	perBucket := map[string][][]byte{}
+	for seq := w.indexed + 1; seq <= w.seq; seq++ {
+		keys, ok := known[seq]
+		if !ok {
+			e, err := w.entry(seq)
+			if err != nil {
+				return err
+			}
+			keys = indexKeys(e)
+		}
+		for name, ks := range keys {
+			perBucket[name] = append(perBucket[name], ks...)
+		}
+	}
+	for _, name := range secondaryIndexes {
+		keys := perBucket[string(name)]
+		slices.SortFunc(keys, bytes.Compare)
+		b := w.tx.Bucket(name)
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	w.indexed = w.seq
+	return w.meta.Put(metaIndexed, be64(w.seq))
 }
 
 func readHash(b *bolt.Bucket, key []byte) (Hash, bool) {
@@ -468,14 +560,7 @@ func (w *writer) put(it item) error {
 			}
 		}
 	}
-	for name, keys := range indexKeys(e) {
-		b := w.tx.Bucket([]byte(name))
-		for _, k := range keys {
-			if err := b.Put(k, []byte{}); err != nil {
-				return err
-			}
-		}
-	}
+	w.unindexed = append(w.unindexed, indexed{e.Seq, indexKeys(e)})
 	if err := w.derive(e); err != nil {
 		return err
 	}

@@ -86,7 +86,8 @@ type checker struct {
 	tx       *bolt.Tx
 	findings []Finding
 
-	n         int64 // entries walked
+	n         int64  // entries walked
+	indexed   uint64 // meta "indexed": secondary indexes cover 1..indexed
 	lastSeq   uint64
 	lastHash  Hash
 	tree      map[int64]tlog.Hash // recomputed stored hashes
@@ -103,8 +104,6 @@ type checker struct {
 func (c *checker) add(seq uint64, kind, want, got string) {
 	c.findings = append(c.findings, Finding{Seq: seq, Kind: kind, Want: want, Got: got})
 }
-
-var indexBuckets = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime}
 
 func (c *checker) run() error {
 	c.tree = map[int64]tlog.Hash{}
@@ -159,7 +158,7 @@ func (c *checker) checkMeta() {
 		}
 		return nil
 	})
-	if v := m.Get(metaVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != FormatVersion {
+	if v := m.Get(metaVersion); len(v) != 8 || (binary.BigEndian.Uint64(v) != FormatVersion && binary.BigEndian.Uint64(v) != formatVersion1) {
 		c.add(0, FindBadValue, fmt.Sprintf("meta version %d", FormatVersion), hex.EncodeToString(v))
 	}
 	if err := checkOrigin(string(m.Get(metaOrigin))); err != nil {
@@ -169,6 +168,12 @@ func (c *checker) checkMeta() {
 		c.add(0, FindBadValue, "meta created", "absent")
 	} else if _, err := time.Parse(time.RFC3339Nano, string(v)); err != nil {
 		c.add(0, FindBadValue, "meta created RFC 3339", fmt.Sprintf("%q", v))
+	}
+	c.indexed = ^uint64(0) // unreadable: hold every entry to its index keys
+	if v := m.Get(metaIndexed); len(v) == 8 {
+		c.indexed = binary.BigEndian.Uint64(v)
+	} else if ver := m.Get(metaVersion); v != nil || len(ver) != 8 || binary.BigEndian.Uint64(ver) != formatVersion1 {
+		c.add(0, FindBadValue, "meta indexed 8 bytes", hex.EncodeToString(v))
 	}
 	for _, k := range [][]byte{metaManifest, metaLock} {
 		if v := m.Get(k); v != nil && len(v) != 32 {
@@ -222,7 +227,9 @@ func (c *checker) walkEntries() error {
 		} else {
 			prevTime = e.Time.Time
 		}
-		c.entryIndexes(seq, e)
+		if seq <= c.indexed {
+			c.entryIndexes(seq, e)
+		}
 		c.derive(seq, e)
 	}
 	return nil
@@ -319,6 +326,9 @@ func (c *checker) checkHead() {
 	if m == nil {
 		return
 	}
+	if c.indexed != ^uint64(0) && c.indexed > c.lastSeq {
+		c.add(0, FindMetaHead, fmt.Sprintf("meta indexed <= %d (the last entry)", c.lastSeq), fmt.Sprint(c.indexed))
+	}
 	v := m.Get(metaHead)
 	if c.n == 0 {
 		if v != nil {
@@ -359,7 +369,7 @@ func (c *checker) checkTree() {
 // equal; otherwise each stored key is re-derived from its entry.
 func (c *checker) checkIndexes() {
 	entries := c.bucket(bucketEntries)
-	for _, name := range indexBuckets {
+	for _, name := range secondaryIndexes {
 		b := c.bucket(name)
 		if b == nil {
 			continue
@@ -380,7 +390,7 @@ func (c *checker) checkIndexes() {
 					e, err = DecodeEntry(raw)
 				}
 			}
-			if err == nil && e.Seq == seq {
+			if err == nil && e.Seq == seq && seq <= c.indexed {
 				for _, want := range indexKeys(e)[string(name)] {
 					if bytes.Equal(want, k) {
 						return nil

@@ -18,7 +18,9 @@ import (
 // snapshots. It returns its path and head.
 func sample(t *testing.T) (string, uint64) {
 	t.Helper()
-	l := ledgertest.MustCreate(t, newClockOpts())
+	o := newClockOpts()
+	o.IndexBatch = 5 // seqs 1-15 indexed in three flushes, the tail not yet
+	l := ledgertest.MustCreate(t, o)
 	for i := range 10 {
 		h := handoff(i)
 		if i == 4 {
@@ -83,6 +85,17 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"edited-idx_time", func(p string) error { return ledgertest.EditIndex(p, "idx_time", 3, 4) }, ledger.FindIndexMissing},
 		{"edited-idx_decision", func(p string) error { return ledgertest.EditIndex(p, "idx_decision", 3, 4) }, ledger.FindIndexMissing},
 		{"edited-idx_workflow", func(p string) error { return ledgertest.EditIndex(p, "idx_workflow", 3, 4) }, ledger.FindIndexMissing},
+		{"idx_agent-key-beyond-indexed", func(p string) error {
+			return ledgertest.InsertKey(p, "idx_agent", append(make([]byte, 8), ledgertest.SeqKey(head)...), []byte{})
+		}, ledger.FindIndexExtra},
+		{"rewound-meta-indexed", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(2)) }, ledger.FindIndexExtra},
+		{"advanced-meta-indexed", func(p string) error {
+			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head))
+		}, ledger.FindIndexMissing},
+		{"meta-indexed-beyond-head", func(p string) error {
+			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head+1))
+		}, ledger.FindMetaHead},
+		{"deleted-meta-indexed", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("indexed")) }, ledger.FindBadValue},
 		{"edited-idx_accepted", func(p string) error { return ledgertest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
 		{"inserted-blocked", func(p string) error {
 			return ledgertest.InsertKey(p, "blocked", []byte("a"), ledgertest.SeqKey(head-3))

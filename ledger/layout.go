@@ -3,14 +3,22 @@ package ledger
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	bolt "go.etcd.io/bbolt"
 )
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
-// Open refuses a file with another version (ErrVersionMismatch).
-const FormatVersion = 1
+// Open refuses a file with another version (ErrVersionMismatch), except
+// version 1, which differs only in having no meta "indexed" key (its
+// secondary indexes are always complete): it is read as is, and a writable
+// Open upgrades it to version 2 in one transaction.
+const FormatVersion = 2
+
+// formatVersion1 is the layout before meta "indexed".
+const formatVersion1 = 1
 
 // Bucket names. Every bucket of a ledger file is one of these; Check reports
 // any other.
@@ -43,9 +51,37 @@ var (
 	metaHead     = []byte("head")     // be64(seq) || hash; absent while empty
 	metaManifest = []byte("manifest") // content sha256 of the manifest snapshot in force; absent if none
 	metaLock     = []byte("lock")     // content sha256 of the lock snapshot in force; absent if none
+	// metaIndexed is be64(seq): the secondary indexes hold exactly the keys
+	// of entries 1..seq (see Options.IndexBatch); seq <= head.
+	metaIndexed = []byte("indexed")
 )
 
-var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaManifest, metaLock}
+var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaManifest, metaLock, metaIndexed}
+
+// secondaryIndexes are the indexes that may trail the head (written every
+// Options.IndexBatch entries): nothing a decision reads. idx_accepted and
+// blocked, which decisions read, are written in the entry's own commit.
+var secondaryIndexes = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime}
+
+// readIndexed returns the seq through which the secondary indexes are
+// complete, given the head seq. A version 1 file is complete through head.
+func readIndexed(m *bolt.Bucket, head uint64) (uint64, error) {
+	v := m.Get(metaIndexed)
+	if v == nil {
+		if ver := m.Get(metaVersion); len(ver) == 8 && binary.BigEndian.Uint64(ver) == formatVersion1 {
+			return head, nil
+		}
+		return 0, fmt.Errorf("%w: meta indexed is absent", ErrCorrupt)
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: meta indexed is %d bytes", ErrCorrupt, len(v))
+	}
+	n := binary.BigEndian.Uint64(v)
+	if n > head {
+		return 0, fmt.Errorf("%w: meta indexed %d is beyond the head %d", ErrCorrupt, n, head)
+	}
+	return n, nil
+}
 
 // maxIndexedString bounds the strings used as raw keys (blocked agents).
 // Longer ones make Append fail the request rather than the batch.

@@ -23,6 +23,8 @@ import (
 const (
 	DefaultTimeout  = 2 * time.Second
 	DefaultMaxBatch = 256
+	// DefaultIndexBatch is the default Options.IndexBatch.
+	DefaultIndexBatch = 128
 	// DefaultOriginPrefix starts the origin of a new ledger when
 	// Options.Origin is empty; 16 random hex digits follow.
 	DefaultOriginPrefix = "govledger.local/"
@@ -59,6 +61,17 @@ type Options struct {
 	Origin string
 	// MaxBatch bounds how many Append requests share one commit (default 256).
 	MaxBatch int
+	// IndexBatch is how far the secondary indexes (handoff id, agent,
+	// workflow, decision, time) may trail the head: the commit that leaves
+	// IndexBatch or more entries unindexed writes their keys, in sorted
+	// order, with meta "indexed" (default DefaultIndexBatch; 1: every
+	// commit). Appending then touches 5 fewer buckets per commit, which is
+	// most of the ledger's write cost over a bare bbolt put. Find scans the
+	// unindexed tail, so its answers do not depend on this; Check verifies
+	// the indexes through meta "indexed" and that no key lies beyond it.
+	// Decisions never read these indexes: idx_accepted and blocked are
+	// written in the entry's own commit.
+	IndexBatch int
 }
 
 // String makes Options loggable.
@@ -66,14 +79,17 @@ func (o *Options) String() string {
 	if o == nil {
 		return "{}"
 	}
-	return fmt.Sprintf("{ReadOnly: %t, Timeout: %s, NoCreate: %t, Now: %t, Origin: %q, MaxBatch: %d}",
-		o.ReadOnly, o.Timeout, o.NoCreate, o.Now != nil, o.Origin, o.MaxBatch)
+	return fmt.Sprintf("{ReadOnly: %t, Timeout: %s, NoCreate: %t, Now: %t, Origin: %q, MaxBatch: %d, IndexBatch: %d}",
+		o.ReadOnly, o.Timeout, o.NoCreate, o.Now != nil, o.Origin, o.MaxBatch, o.IndexBatch)
 }
 
 // valid checks fields without side effects.
 func (o *Options) valid() error {
 	if o.MaxBatch < 0 {
 		return fmt.Errorf("%w: MaxBatch %d < 0", ErrBadOptions, o.MaxBatch)
+	}
+	if o.IndexBatch < 0 {
+		return fmt.Errorf("%w: IndexBatch %d < 0", ErrBadOptions, o.IndexBatch)
 	}
 	if o.Origin != "" {
 		if err := checkOrigin(o.Origin); err != nil {
@@ -103,6 +119,8 @@ type Ledger struct {
 	readOnly bool
 	now      func() time.Time
 	maxBatch int
+	// indexBatch is Options.IndexBatch.
+	indexBatch uint64
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -110,6 +128,9 @@ type Ledger struct {
 	closed bool
 	failed error // the commit error that made the ledger refuse writes
 	done   chan struct{}
+
+	head      headCache // committer goroutine only
+	unindexed []indexed // committer goroutine only: keys of committed entries beyond meta "indexed"
 
 	commits atomic.Uint64
 	entries atomic.Uint64
@@ -143,6 +164,9 @@ func Open(path string, opts *Options) (*Ledger, error) {
 	if o.MaxBatch == 0 {
 		o.MaxBatch = DefaultMaxBatch
 	}
+	if o.IndexBatch == 0 {
+		o.IndexBatch = DefaultIndexBatch
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -166,7 +190,8 @@ func Open(path string, opts *Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{path: path, db: db, readOnly: o.ReadOnly, now: o.Now, maxBatch: o.MaxBatch, done: make(chan struct{})}
+	l := &Ledger{path: path, db: db, readOnly: o.ReadOnly, now: o.Now, maxBatch: o.MaxBatch,
+		indexBatch: uint64(o.IndexBatch), done: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	if o.CheckPages {
 		if err := l.checkPages(); err != nil {
@@ -181,6 +206,12 @@ func Open(path string, opts *Options) (*Ledger, error) {
 	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	if !l.readOnly {
+		if err := l.upgrade(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: upgrade to format %d: %w", path, FormatVersion, err)
+		}
 	}
 	if l.readOnly {
 		close(l.done)
@@ -284,6 +315,9 @@ func create(path string, o *Options) error {
 		if err := m.Put(metaOrigin, []byte(origin)); err != nil {
 			return err
 		}
+		if err := m.Put(metaIndexed, be64(0)); err != nil {
+			return err
+		}
 		return m.Put(metaCreated, []byte(o.Now().UTC().Format(time.RFC3339Nano)))
 	})
 	if cerr := db.Close(); err == nil {
@@ -316,7 +350,7 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 	if len(v) != 8 {
 		return "", fmt.Errorf("%w: meta version is %d bytes", ErrCorrupt, len(v))
 	}
-	if n := binary.BigEndian.Uint64(v); n != FormatVersion {
+	if n := binary.BigEndian.Uint64(v); n != FormatVersion && n != formatVersion1 {
 		return "", fmt.Errorf("format version %d, this build reads %d: %w", n, FormatVersion, ErrVersionMismatch)
 	}
 	origin = string(m.Get(metaOrigin))
@@ -328,10 +362,38 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 			return "", fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
 		}
 	}
-	if h := m.Get(metaHead); h != nil && len(h) != 40 {
-		return "", fmt.Errorf("%w: meta head is %d bytes", ErrCorrupt, len(h))
+	if _, _, err := readHead(m); err != nil {
+		return "", err
 	}
 	return origin, nil
+}
+
+// upgrade brings a version 1 file to the current version: its secondary
+// indexes are complete, so meta "indexed" is its head.
+func (l *Ledger) upgrade() (err error) {
+	current := false
+	if err := l.view(func(tx *bolt.Tx) error {
+		current = binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(metaVersion)) == FormatVersion
+		return nil
+	}); err != nil || current {
+		return err
+	}
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return l.db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		if v := m.Get(metaVersion); binary.BigEndian.Uint64(v) == FormatVersion {
+			return nil
+		}
+		head, _, err := readHead(m)
+		if err != nil {
+			return err
+		}
+		if err := m.Put(metaIndexed, be64(head)); err != nil {
+			return err
+		}
+		return m.Put(metaVersion, be64(FormatVersion))
+	})
 }
 
 // Path returns the file path given to Open.

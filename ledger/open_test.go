@@ -152,14 +152,59 @@ func TestReadersShareLock(t *testing.T) {
 func TestVersionMismatch(t *testing.T) {
 	l := ledgertest.MustCreate(t, nil)
 	path := ledgertest.CopyFile(t, l.Path())
-	if err := ledgertest.InsertKey(path, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(2)); err != nil {
+	if err := ledgertest.InsertKey(path, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(ledger.FormatVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
 		_, err := ledger.Open(path, &ledger.Options{ReadOnly: ro})
 		if !errors.Is(err, ledger.ErrVersionMismatch) {
-			t.Errorf("Open(ReadOnly=%t) of a version-2 file = %v, want ErrVersionMismatch", ro, err)
+			t.Errorf("Open(ReadOnly=%t) of a version-%d file = %v, want ErrVersionMismatch", ro, ledger.FormatVersion+1, err)
 		}
+	}
+}
+
+// TestVersion1 reads a format 1 file (no meta "indexed"; indexes always
+// complete) as it is, and a writable Open upgrades it to format 2.
+func TestVersion1(t *testing.T) {
+	l := ledgertest.MustCreate(t, &ledger.Options{IndexBatch: 1})
+	for i := range 6 {
+		ledgertest.AppendHandoff(t, l, handoff(i))
+	}
+	v1 := ledgertest.CopyFile(t, l.Path())
+	if err := ledgertest.InsertKey(v1, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ledger.Open(v1, &ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a version-1 file = %v", err)
+	}
+	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
+		t.Errorf("Check of a version-1 file = %v, %v; want no findings", fs, err)
+	}
+	if got, err := r.Find(ledger.Query{Agent: "domain-02-analysis"}); err != nil || len(got) != 6 {
+		t.Errorf("Find on a version-1 file = %v, %v; want 6 seqs", got, err)
+	}
+	r.Close()
+	w, err := ledger.Open(v1, &ledger.Options{IndexBatch: 4})
+	if err != nil {
+		t.Fatalf("writable Open of a version-1 file = %v", err)
+	}
+	ledgertest.AppendHandoff(t, w, handoff(7))
+	w.Close()
+	ledgertest.MustCheck(t, v1)
+	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = ledger.Open(v1, &ledger.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Find(ledger.Query{Agent: "domain-02-analysis"}); !errors.Is(err, ledger.ErrCorrupt) {
+		t.Errorf("upgraded file without meta indexed: Find = %v, want ErrCorrupt", err)
 	}
 }
 

@@ -158,7 +158,8 @@ type Query struct {
 }
 
 // Find returns, in ascending order, the seqs of entries matching every
-// field of q. It reads candidates from the most selective index and
+// field of q. It reads candidates from the most selective index, adds the
+// entries the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).
 func (l *Ledger) Find(q Query) ([]uint64, error) {
 	var idx, prefix []byte
@@ -175,9 +176,17 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 		idx = bucketIdxTime
 	}
 	var cands []uint64
+	var indexed, head uint64
 	err := l.view(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, idx)
 		if err != nil {
+			return err
+		}
+		m := tx.Bucket(bucketMeta)
+		if head, _, err = readHead(m); err != nil {
+			return err
+		}
+		if indexed, err = readIndexed(m, head); err != nil {
 			return err
 		}
 		c := b.Cursor()
@@ -204,7 +213,9 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 			if len(k) != want {
 				continue // a longer decision string sharing the prefix
 			}
-			cands = append(cands, binary.BigEndian.Uint64(k[len(k)-8:]))
+			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); seq <= indexed {
+				cands = append(cands, seq)
+			}
 		}
 		return nil
 	})
@@ -213,6 +224,11 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 	}
 	if prefix != nil {
 		sortSeqs(cands)
+	}
+	// Entries beyond meta "indexed" have no index keys yet: every one is a
+	// candidate, confirmed below like the others.
+	for seq := indexed + 1; seq <= head; seq++ {
+		cands = append(cands, seq)
 	}
 	var out []uint64
 	for _, seq := range cands {
@@ -314,7 +330,7 @@ func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, 
 // validate"). st must not be used after fn returns.
 func (l *Ledger) View(fn func(st State) error) error {
 	return l.view(func(tx *bolt.Tx) error {
-		w, err := newWriter(tx, l.now)
+		w, err := newWriter(tx, l.now, nil)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -78,8 +79,19 @@ func TestDerivedState(t *testing.T) {
 	}
 }
 
+// TestFind gives the same answers whether the secondary indexes cover all,
+// some or none of the entries (Options.IndexBatch), including after a
+// reopen that lost the committer's memory of unindexed keys.
 func TestFind(t *testing.T) {
-	l := ledgertest.MustCreate(t, newClockOpts())
+	for _, batch := range []int{1, 4, 1000} {
+		t.Run(fmt.Sprint("IndexBatch=", batch), func(t *testing.T) { testFind(t, batch) })
+	}
+}
+
+func testFind(t *testing.T, batch int) {
+	o := newClockOpts()
+	o.IndexBatch = batch
+	l := ledgertest.MustCreate(t, o)
 	for i := range 12 {
 		h := handoff(i)
 		if i%4 == 0 {
@@ -87,6 +99,17 @@ func TestFind(t *testing.T) {
 			h.Source = "domain-06-security"
 		}
 		ledgertest.AppendHandoff(t, l, h)
+		if i == 6 {
+			path := l.Path()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if l, err = ledger.Open(path, o); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+		}
 	}
 	ledgertest.AppendUnblock(t, l, "domain-06-security", "ok")
 	all, _ := l.Find(ledger.Query{})

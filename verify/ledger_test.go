@@ -149,7 +149,7 @@ func buildLedger(t testing.TB) *fixture {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := ledger.Open(path, &ledger.Options{Now: ledgertest.NewClock(start).Now, Origin: "test.example/verify"})
+	l, err := ledger.Open(path, &ledger.Options{Now: ledgertest.NewClock(start).Now, Origin: "test.example/verify", IndexBatch: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
