@@ -194,7 +194,12 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	}
 	t0 := now().UTC().Round(0)
 	guess := &recordingState{manifest: ledger.Sum256(c.Registry.Snapshot), lock: ledger.Sum256(c.LockBytes)}
-	pre := policy.Decide(c.input(p, in, t0, guess))
+	pin := c.input(p, in, t0, guess)
+	pre := policy.Decide(pin)
+	// Fill the entry too, outside the commit: Build copies it when the
+	// entry time and every answer of the ledger state are the guessed ones.
+	filled := &ledger.Entry{}
+	fillErr := pre.Fill(filled, pin)
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
@@ -205,11 +210,15 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		Payload: p.Data,
 		Time:    t0,
 		Build: func(st ledger.State, e *ledger.Entry) error {
-			pin := c.input(p, in, e.Time.Time, st)
-			d := pre
-			if !e.Time.Time.Equal(t0) || !guess.sameAnswers(st) {
-				d = policy.Decide(pin)
+			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
+				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
+				*e = *filled
+				e.V, e.Seq, e.Prev, e.Time = v, seq, prev, t
+				out.Decision = pre
+				return nil
 			}
+			pin := c.input(p, in, e.Time.Time, st)
+			d := policy.Decide(pin)
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
