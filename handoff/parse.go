@@ -214,18 +214,33 @@ func Detect(data []byte) (Format, []Format, error) {
 		return "", nil, &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
 	}
 	valid := utf8.Valid(text)
-	if valid && bytes.ContainsFunc(text, isControl) && !looksJSON(text) {
+	if valid && !looksJSON(text) && bytes.ContainsFunc(text, isControl) {
 		return "", nil, &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
 	}
 	var matched []Format
-	var notes []string
+	type verdict struct {
+		f   Format
+		ok  bool
+		why string
+	}
+	var verdicts []verdict
 	note := func(f Format, ok bool, why string) {
 		if ok {
 			matched = append(matched, f)
-			notes = append(notes, fmt.Sprintf("%s: matched (%s)", f, why))
-		} else {
-			notes = append(notes, fmt.Sprintf("%s: %s", f, why))
 		}
+		verdicts = append(verdicts, verdict{f, ok, why})
+	}
+	// notes words the verdicts, only for an error.
+	notes := func() []string {
+		out := make([]string, len(verdicts))
+		for i, v := range verdicts {
+			if v.ok {
+				out[i] = fmt.Sprintf("%s: matched (%s)", v.f, v.why)
+			} else {
+				out[i] = fmt.Sprintf("%s: %s", v.f, v.why)
+			}
+		}
+		return out
 	}
 	keys, typ, isObj := jsonTopLevel(text)
 	switch {
@@ -241,7 +256,11 @@ func Detect(data []byte) (Format, []Format, error) {
 				}
 			}
 		}
-		note(Governed, gk != "", map[bool]string{true: "member " + quote(gk), false: "no handoff_id/source_agent/target_agent/protocol_version member"}[gk != ""])
+		if gk != "" {
+			note(Governed, true, "member "+quote(gk))
+		} else {
+			note(Governed, false, "no handoff_id/source_agent/target_agent/protocol_version member")
+		}
 		switch {
 		case typ == nil:
 			note(VBW, false, `no string "type" member`)
@@ -261,17 +280,21 @@ func Detect(data []byte) (Format, []Format, error) {
 	note(Swarm, swarm, why)
 	note(Skill, skill, why)
 	if !valid && len(matched) == 0 {
-		return "", nil, &DetectError{Notes: append(notes, "invalid UTF-8"), Err: ErrNotText}
+		return "", nil, &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
 	heading := findHandoffHeading(splitLines(text)) >= 0
-	note(Task, heading, map[bool]string{true: `"## Handoff" heading`, false: `no "## Handoff" heading outside code fences`}[heading])
+	if heading {
+		note(Task, true, `"## Handoff" heading`)
+	} else {
+		note(Task, false, `no "## Handoff" heading outside code fences`)
+	}
 	switch len(matched) {
 	case 1:
 		return matched[0], matched, nil
 	case 0:
-		return "", nil, &DetectError{Notes: notes, Err: ErrUnknownFormat}
+		return "", nil, &DetectError{Notes: notes(), Err: ErrUnknownFormat}
 	}
-	return "", matched, &DetectError{Matched: matched, Notes: notes, Err: ErrAmbiguous}
+	return "", matched, &DetectError{Matched: matched, Notes: notes(), Err: ErrAmbiguous}
 }
 
 // yamlHandoff applies the swarm/2 and skill/1 detection rules.

@@ -76,7 +76,21 @@ func (e *carrierError) Error() string {
 }
 
 // jsonTree reads data, which must pass strictjson.Check, into nodes.
+//
+// The fast path reads it once with a decoder as strict as Check's (no
+// duplicate names, no invalid UTF-8), checking numbers and trailing data as
+// Check does, under this package's lower depth limit; whatever it refuses
+// goes through Check, which words the error. So data passes the fast path
+// only if Check would accept it (FuzzJSONTree holds the two together).
 func jsonTree(data []byte) (*node, error) {
+	if n := jsonTreeFast(data); n != nil {
+		return n, nil
+	}
+	return jsonTreeChecked(data)
+}
+
+// jsonTreeChecked is jsonTree's slow path: strictjson.Check, then a read.
+func jsonTreeChecked(data []byte) (*node, error) {
 	if err := strictjson.Check("", data); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
@@ -89,7 +103,24 @@ func jsonTree(data []byte) (*node, error) {
 		return nil, &carrierError{msg: err.Error()}
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	return jsonValue(dec, data, newLineIndex(data), 0)
+	return jsonValue(dec, data, newLineIndex(data), 0, false)
+}
+
+// jsonTreeFast is jsonTree's single pass; nil means "take the slow path".
+func jsonTreeFast(data []byte) *node {
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(data),
+		jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
+	n, err := jsonValue(dec, data, newLineIndex(data), 0, true)
+	if err != nil {
+		return nil
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return nil
+	}
+	return n
 }
 
 // lineIndex maps byte offsets to 1-based lines and columns in O(log n).
@@ -110,7 +141,7 @@ func (x lineIndex) position(off int64) (line, col int) {
 	return i + 1, int(off) - x[i] + 1
 }
 
-func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int) (*node, error) {
+func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, checkNumbers bool) (*node, error) {
 	off := skipSpace(data, dec.InputOffset())
 	tok, err := dec.ReadToken()
 	if err != nil {
@@ -127,6 +158,9 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int) (
 		n.kind, n.text = kString, tok.String()
 	case '0':
 		n.kind, n.text = kNumber, tok.String()
+		if checkNumbers && strictjson.CheckNumber(n.text) != nil {
+			return nil, &carrierError{line: line, col: col, msg: "number outside the safe range"}
+		}
 	case '{', '[':
 		if depth+1 > MaxDepth {
 			return nil, &carrierError{line: line, col: col, msg: fmt.Sprintf("nesting deeper than %d levels", MaxDepth)}
@@ -134,7 +168,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int) (
 		if tok.Kind() == '[' {
 			n.kind = kArray
 			for dec.PeekKind() != ']' {
-				v, err := jsonValue(dec, data, lines, depth+1)
+				v, err := jsonValue(dec, data, lines, depth+1, checkNumbers)
 				if err != nil {
 					return nil, err
 				}
@@ -148,7 +182,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int) (
 					return nil, &carrierError{msg: "invalid JSON"}
 				}
 				k := tok.String() // tok is void after the next read
-				v, err := jsonValue(dec, data, lines, depth+1)
+				v, err := jsonValue(dec, data, lines, depth+1, checkNumbers)
 				if err != nil {
 					return nil, err
 				}

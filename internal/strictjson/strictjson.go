@@ -155,6 +155,11 @@ func truncate(s string) string {
 	return s
 }
 
+// CheckNumber reports whether the JSON number literal lit is within the
+// safe range Check enforces (ErrNumber if not), for callers that read JSON
+// with their own strict jsontext.Decoder.
+func CheckNumber(lit string) error { return checkNumber(lit) }
+
 func checkNumber(lit string) error {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || math.Abs(f) > MaxSafeInteger {
