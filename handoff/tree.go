@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.yaml.in/yaml/v3"
@@ -218,6 +219,62 @@ var (
 // than MaxDepth, or second document. lineOff is added to every line (for a
 // YAML block embedded in a larger file).
 func yamlTree(data []byte, lineOff int) (*node, error) {
+	if len(data) > maxCachedYAML {
+		return yamlTreeParse(data, lineOff)
+	}
+	if root, err, ok := yamlTrees.get(data, lineOff); ok {
+		return root, err
+	}
+	root, err := yamlTreeParse(data, lineOff)
+	yamlTrees.put(data, lineOff, root, err)
+	return root, err
+}
+
+// maxCachedYAML bounds the documents yamlTrees keeps (a copy of each).
+const maxCachedYAML = 64 << 10
+
+// yamlTrees remembers the trees of the last documents read. Recording one
+// document reads its YAML up to five times (detection, the file-system
+// observation pass, the decision's detection and parse), and YAML parsing
+// dominated the cost of the YAML formats. Entries are found by content,
+// compared in full (never by identity or hash alone), and nodes are never
+// changed once built, so a tree can be shared between goroutines.
+var yamlTrees yamlCache
+
+type yamlCache struct {
+	mu      sync.Mutex
+	next    int
+	entries [32]struct {
+		data    []byte
+		lineOff int // line numbers are shifted by it (task/1 blocks)
+		root    *node
+		err     error
+	}
+}
+
+func (c *yamlCache) get(data []byte, lineOff int) (*node, error, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.entries {
+		if e := &c.entries[i]; e.data != nil && e.lineOff == lineOff && bytes.Equal(e.data, data) {
+			return e.root, e.err, true
+		}
+	}
+	return nil, nil, false
+}
+
+func (c *yamlCache) put(data []byte, lineOff int, root *node, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := &c.entries[c.next]
+	e.data, e.lineOff, e.root, e.err = bytes.Clone(data), lineOff, root, err
+	if e.data == nil {
+		e.data = []byte{}
+	}
+	c.next = (c.next + 1) % len(c.entries)
+}
+
+func yamlTreeParse(data []byte, lineOff int) (*node, error) {
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "byte order mark before the YAML document"}
 	}

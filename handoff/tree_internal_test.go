@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/govledger/govledger/internal/strictjson"
@@ -42,4 +43,44 @@ func FuzzJSONTree(f *testing.F) {
 			t.Fatalf("fast and checked trees differ for %q", data)
 		}
 	})
+}
+
+// TestYAMLTreeCache: a tree from the cache is the tree a fresh parse
+// gives (with the same line offset), for every swarm/2 and skill/1 corpus
+// document, read twice with
+// other documents in between and from several goroutines (run with -race).
+func TestYAMLTreeCache(t *testing.T) {
+	var docs [][]byte
+	for _, dir := range []string{"swarm", "skill"} {
+		for _, kind := range []string{"valid", "hostile"} {
+			paths, _ := filepath.Glob(filepath.Join("..", "testdata", "handoffs", dir, kind, "*.yaml"))
+			for _, p := range paths {
+				if b, err := os.ReadFile(p); err == nil {
+					docs = append(docs, b)
+				}
+			}
+		}
+	}
+	if len(docs) < 50 {
+		t.Fatalf("only %d corpus documents found", len(docs))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 2 {
+				for i := range docs {
+					d := docs[(i+g*7)%len(docs)]
+					off := i % 3 // task/1 blocks shift line numbers
+					want, werr := yamlTreeParse(d, off)
+					got, gerr := yamlTree(d, off)
+					if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gerr, werr) {
+						t.Errorf("round %d doc %d: cached tree or error differs from a fresh parse (%v vs %v)", round, i, gerr, werr)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
