@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -67,15 +68,15 @@ func appendHandoff(t testing.TB, l *ledger.Ledger, text string) uint64 {
 	t.Helper()
 	payload := []byte(text)
 	res, err := l.Append(context.Background(), &ledger.Request{
-		Snapshots: []ledger.Snapshot{{What: ledger.SnapshotManifest, Bytes: []byte(`{"m":1}`)}, {What: ledger.SnapshotLock, Bytes: []byte(`{"l":1}`)}},
+		Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: []byte(`{"m":1}`)}, {What: entry.SnapshotLock, Bytes: []byte(`{"l":1}`)}},
 		Payload:   payload,
-		Build: func(st ledger.State, e *ledger.Entry) error {
+		Build: func(st ledger.State, e *entry.Entry) error {
 			m, lk, _ := st.InForce()
-			sum := ledger.Sum256(payload)
+			sum := entry.Sum256(payload)
 			size := int64(len(payload))
 			rs := []reason.Reason{}
-			e.Kind, e.Format, e.Decision, e.Reasons = ledger.KindHandoff, ledger.Str("governed/1"), reason.Accepted, &rs
-			e.HandoffID, e.Source, e.Target, e.WorkflowID = ledger.Str(text), ledger.Str("a"), ledger.Str("b"), ledger.Null()
+			e.Kind, e.Format, e.Decision, e.Reasons = entry.KindHandoff, entry.Str("governed/1"), reason.Accepted, &rs
+			e.HandoffID, e.Source, e.Target, e.WorkflowID = entry.Str(text), entry.Str("a"), entry.Str("b"), entry.Null()
 			e.PayloadSHA256, e.PayloadSize, e.ManifestSHA256, e.LockSHA256 = &sum, &size, &m, &lk
 			return nil
 		}})
@@ -106,19 +107,19 @@ func fill(t testing.TB, l *ledger.Ledger, n uint64, tag string) {
 
 // chainWalk is what a hash chain alone can check: each entry's prev is the
 // previous entry's hash and seq runs 1..n. It returns the head hash.
-func chainWalk(t testing.TB, l *ledger.Ledger) (uint64, ledger.Hash) {
+func chainWalk(t testing.TB, l *ledger.Ledger) (uint64, entry.Hash) {
 	t.Helper()
-	var prev ledger.Hash
+	var prev entry.Hash
 	var n uint64
 	err := l.Scan(context.Background(), 1, func(seq uint64, raw []byte) error {
-		e, err := ledger.DecodeEntry(raw)
+		e, err := entry.Decode(raw)
 		if err != nil {
 			return err
 		}
 		if e.Seq != n+1 || e.Prev != prev {
 			return fmt.Errorf("chain broken at %d", seq)
 		}
-		n, prev = e.Seq, ledger.LeafHash(raw)
+		n, prev = e.Seq, entry.LeafHash(raw)
 		return nil
 	})
 	if err != nil {
@@ -127,4 +128,4 @@ func chainWalk(t testing.TB, l *ledger.Ledger) (uint64, ledger.Hash) {
 	return n, prev
 }
 
-func ledgerLeaf(b []byte) ledger.Hash { return ledger.LeafHash(b) }
+func ledgerLeaf(b []byte) entry.Hash { return entry.LeafHash(b) }

@@ -17,6 +17,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
@@ -47,7 +48,7 @@ type Config struct {
 type Outcome struct {
 	Name     string // the document's name as given (file path or "-")
 	Size     int64
-	SHA256   ledger.Hash
+	SHA256   entry.Hash
 	Decision *policy.Decision
 	// Appended holds the entries written by Record (snapshots first, the
 	// handoff entry last); nil for Validate.
@@ -70,7 +71,7 @@ var ErrRead = errors.New("cannot read document")
 type Payload struct {
 	Data   []byte // nil when Size > max
 	Size   int64
-	SHA256 ledger.Hash
+	SHA256 entry.Hash
 }
 
 // ReadPayload reads r to its end, keeping at most max bytes in memory.
@@ -193,23 +194,23 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		now = c.Now
 	}
 	t0 := now().UTC().Round(0)
-	guess := &recordingState{manifest: ledger.Sum256(c.Registry.Snapshot), lock: ledger.Sum256(c.LockBytes)}
+	guess := &recordingState{manifest: entry.Sum256(c.Registry.Snapshot), lock: entry.Sum256(c.LockBytes)}
 	pin := c.input(p, in, t0, guess)
 	pre := policy.Decide(pin)
 	// Fill the entry too, outside the commit: Build copies it when the
 	// entry time and every answer of the ledger state are the guessed ones.
-	filled := &ledger.Entry{}
+	filled := &entry.Entry{}
 	fillErr := pre.Fill(filled, pin)
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
 		Snapshots: []ledger.Snapshot{
-			{What: ledger.SnapshotManifest, Bytes: c.Registry.Snapshot},
-			{What: ledger.SnapshotLock, Bytes: c.LockBytes},
+			{What: entry.SnapshotManifest, Bytes: c.Registry.Snapshot},
+			{What: entry.SnapshotLock, Bytes: c.LockBytes},
 		},
 		Payload: p.Data,
 		Time:    t0,
-		Build: func(st ledger.State, e *ledger.Entry) error {
+		Build: func(st ledger.State, e *entry.Entry) error {
 			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
 				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
 				*e = *filled
@@ -238,15 +239,15 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 // blocked and the caller's snapshots are in force, and remembers every
 // question, so the answers can be compared with the real state later.
 type recordingState struct {
-	manifest, lock ledger.Hash
+	manifest, lock entry.Hash
 	accepted       []string
 	blocked        []string
 	inForce        bool
 }
 
-func (s *recordingState) Accepted(id string) (uint64, ledger.Hash, bool) {
+func (s *recordingState) Accepted(id string) (uint64, entry.Hash, bool) {
 	s.accepted = append(s.accepted, id)
-	return 0, ledger.Hash{}, false
+	return 0, entry.Hash{}, false
 }
 
 func (s *recordingState) Blocked(agent string) (uint64, bool) {
@@ -254,7 +255,7 @@ func (s *recordingState) Blocked(agent string) (uint64, bool) {
 	return 0, false
 }
 
-func (s *recordingState) InForce() (ledger.Hash, ledger.Hash, bool) {
+func (s *recordingState) InForce() (entry.Hash, entry.Hash, bool) {
 	s.inForce = true
 	return s.manifest, s.lock, true
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger"
@@ -220,8 +221,8 @@ func TestDecisionUsesEntryTime(t *testing.T) {
 	}
 	defer l.Close()
 	// An entry at "later" (the ledger clock), then a record proposing Epoch.
-	if _, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-		e.Kind, e.Agent, e.Note = ledger.KindUnblock, "nobody", "clock test"
+	if _, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+		e.Kind, e.Agent, e.Note = entry.KindUnblock, "nobody", "clock test"
 		return nil
 	}}); err != nil {
 		t.Fatal(err)

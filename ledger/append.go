@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/govledger/govledger/entry"
+
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -18,7 +20,7 @@ import (
 // Snapshot is a manifest or lock file's bytes (the canonical bytes the
 // caller hashes) to bring into force.
 type Snapshot struct {
-	What  string // SnapshotManifest or SnapshotLock
+	What  string // entry.SnapshotManifest or entry.SnapshotLock
 	Bytes []byte
 }
 
@@ -41,7 +43,7 @@ type Request struct {
 	// the commit holds the write lock. A Build error fails only this
 	// request; nothing of it is written. Build may be nil when the request
 	// only brings snapshots into force. Build may not make snapshot entries.
-	Build func(st State, e *Entry) error
+	Build func(st State, e *entry.Entry) error
 	// Time, if not zero, is the proposed entry time, used instead of a
 	// reading of Options.Now; like a clock reading it is raised to the
 	// previous entry's time if earlier. It lets a caller decide before the
@@ -54,14 +56,14 @@ type Request struct {
 type State interface {
 	// Accepted returns the first accepted handoff entry with handoffID and
 	// its payload hash.
-	Accepted(handoffID string) (seq uint64, payload Hash, ok bool)
+	Accepted(handoffID string) (seq uint64, payload entry.Hash, ok bool)
 	// Blocked returns the entry that blocked agent (the latest handoff
 	// entry listing it in "blocks" since the last unblock of it and the
 	// last lock snapshot).
 	Blocked(agent string) (seq uint64, ok bool)
 	// InForce returns the content hashes of the snapshots in force; ok is
 	// false until both a manifest and a lock snapshot were recorded.
-	InForce() (manifest, lock Hash, ok bool)
+	InForce() (manifest, lock entry.Hash, ok bool)
 }
 
 // Result lists what an Append wrote: snapshot entries first, then the
@@ -70,9 +72,9 @@ type Result struct{ Entries []Appended }
 
 // Appended is one written entry.
 type Appended struct {
-	Entry *Entry
-	Raw   []byte // canonical bytes, as stored
-	Hash  Hash   // LeafHash(Raw)
+	Entry *entry.Entry
+	Raw   []byte     // canonical bytes, as stored
+	Hash  entry.Hash // entry.LeafHash(Raw)
 }
 
 // Last returns the request's own entry (the last one), or nil.
@@ -102,7 +104,7 @@ type pending struct {
 // request waits for a commit; once a commit has taken it, Append waits for
 // that commit's outcome so that the answer is never ambiguous.
 //
-// Errors: the Build error or a validation error (ErrMalformed, ...) for this
+// Errors: the Build error or a validation error (entry.ErrMalformed, ...) for this
 // request alone; ErrReadOnly, ErrClosed; ErrFailed after an earlier failed
 // commit; and a commit's own error (e.g. an I/O error, ErrCorrupt), after
 // which the entries may or may not be on disk and the Ledger refuses writes
@@ -118,18 +120,18 @@ func (l *Ledger) Append(ctx context.Context, req *Request) (*Result, error) {
 	for _, s := range req.Snapshots {
 		i := 0
 		switch s.What {
-		case SnapshotManifest:
-		case SnapshotLock:
+		case entry.SnapshotManifest:
+		case entry.SnapshotLock:
 			i = 1
 		default:
-			return nil, fmt.Errorf("%w: snapshot what %q", ErrMalformed, s.What)
+			return nil, fmt.Errorf("%w: snapshot what %q", entry.ErrMalformed, s.What)
 		}
 		if seen[i] {
-			return nil, fmt.Errorf("%w: two %s snapshots in one request", ErrMalformed, s.What)
+			return nil, fmt.Errorf("%w: two %s snapshots in one request", entry.ErrMalformed, s.What)
 		}
 		seen[i] = true
 		if s.Bytes == nil {
-			return nil, fmt.Errorf("%w: %s snapshot without bytes", ErrMalformed, s.What)
+			return nil, fmt.Errorf("%w: %s snapshot without bytes", entry.ErrMalformed, s.What)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -282,9 +284,9 @@ type writer struct {
 	accepted, blocked, redacted *bolt.Bucket
 	now                         func() time.Time
 	seq                         uint64
-	head                        Hash
+	head                        entry.Hash
 	last                        time.Time
-	manifest, lock              Hash
+	manifest, lock              entry.Hash
 	hasManifest, hasLock        bool
 	// indexed is meta "indexed"; unindexed holds the secondary index keys
 	// of this writer's entries (all beyond indexed).
@@ -303,7 +305,7 @@ type indexed struct {
 // is only read and written by the committer goroutine.
 type headCache struct {
 	seq  uint64
-	hash Hash
+	hash entry.Hash
 	time time.Time
 	ok   bool
 }
@@ -329,13 +331,13 @@ func newWriter(tx *bolt.Tx, now func() time.Time, hc *headCache) (*writer, error
 		if raw == nil {
 			return nil, fmt.Errorf("%w: meta head seq %d has no entry", ErrCorrupt, w.seq)
 		}
-		if LeafHash(raw) != w.head {
+		if entry.LeafHash(raw) != w.head {
 			return nil, fmt.Errorf("%w: meta head hash differs from entry %d", ErrCorrupt, w.seq)
 		}
 		if hc != nil && hc.ok && hc.seq == w.seq && hc.hash == w.head {
 			w.last = hc.time
 		} else {
-			e, err := DecodeEntry(raw)
+			e, err := entry.Decode(raw)
 			if err != nil {
 				return nil, &RecordError{Seq: w.seq, Op: "decode head", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 			}
@@ -393,8 +395,8 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	return w.meta.Put(metaIndexed, be64(w.seq))
 }
 
-func readHash(b *bolt.Bucket, key []byte) (Hash, bool) {
-	var h Hash
+func readHash(b *bolt.Bucket, key []byte) (entry.Hash, bool) {
+	var h entry.Hash
 	v := b.Get(key)
 	if len(v) != len(h) {
 		return h, false
@@ -405,9 +407,9 @@ func readHash(b *bolt.Bucket, key []byte) (Hash, bool) {
 
 // item is an entry ready to write.
 type item struct {
-	e    *Entry
+	e    *entry.Entry
 	raw  []byte
-	hash Hash
+	hash entry.Hash
 	blob []byte // bytes to store under their SHA-256, or nil
 }
 
@@ -426,16 +428,16 @@ func (w *writer) apply(req *Request) (*Result, error) {
 	seq, prev := w.seq, w.head
 	var items []item
 	for _, s := range req.Snapshots {
-		sum := Sum256(s.Bytes)
+		sum := entry.Sum256(s.Bytes)
 		cur, has := &st.manifest, &st.hasManifest
-		if s.What == SnapshotLock {
+		if s.What == entry.SnapshotLock {
 			cur, has = &st.lock, &st.hasLock
 		}
 		if *has && *cur == sum {
 			continue
 		}
 		size := int64(len(s.Bytes))
-		e := &Entry{V: Version, Seq: seq + 1, Prev: prev, Time: Time{now}, Kind: KindSnapshot,
+		e := &entry.Entry{V: entry.Version, Seq: seq + 1, Prev: prev, Time: entry.Time{Time: now}, Kind: entry.KindSnapshot,
 			What: s.What, ContentSHA256: &sum, Size: &size}
 		it, err := encode(e)
 		if err != nil {
@@ -444,44 +446,44 @@ func (w *writer) apply(req *Request) (*Result, error) {
 		it.blob = s.Bytes
 		items = append(items, it)
 		*cur, *has = sum, true
-		if s.What == SnapshotLock {
+		if s.What == entry.SnapshotLock {
 			st.clearedBlocked = true
 		}
 		seq, prev = seq+1, it.hash
 	}
 	if req.Build != nil {
-		e := &Entry{V: Version, Seq: seq + 1, Prev: prev, Time: Time{now}}
+		e := &entry.Entry{V: entry.Version, Seq: seq + 1, Prev: prev, Time: entry.Time{Time: now}}
 		if err := callBuild(req.Build, st, e); err != nil {
 			return nil, err
 		}
 		if st.err != nil {
 			return nil, &fatalError{st.err}
 		}
-		if e.V != Version || e.Seq != seq+1 || e.Prev != prev || !e.Time.Equal(now) {
-			return nil, fmt.Errorf("%w: Build changed v, seq, prev or time", ErrMalformed)
+		if e.V != entry.Version || e.Seq != seq+1 || e.Prev != prev || !e.Time.Equal(now) {
+			return nil, fmt.Errorf("%w: Build changed v, seq, prev or time", entry.ErrMalformed)
 		}
-		if e.Kind == KindSnapshot {
-			return nil, fmt.Errorf("%w: snapshot entries come from Request.Snapshots, not Build", ErrMalformed)
+		if e.Kind == entry.KindSnapshot {
+			return nil, fmt.Errorf("%w: snapshot entries come from Request.Snapshots, not Build", entry.ErrMalformed)
 		}
 		it, err := encode(e)
 		if err != nil {
 			return nil, err
 		}
 		if req.Payload != nil {
-			if e.Kind != KindHandoff || *e.PayloadSHA256 != Sum256(req.Payload) || *e.PayloadSize != int64(len(req.Payload)) {
-				return nil, fmt.Errorf("%w: Payload given but the entry's payload_sha256/payload_size do not describe it", ErrMalformed)
+			if e.Kind != entry.KindHandoff || *e.PayloadSHA256 != entry.Sum256(req.Payload) || *e.PayloadSize != int64(len(req.Payload)) {
+				return nil, fmt.Errorf("%w: Payload given but the entry's payload_sha256/payload_size do not describe it", entry.ErrMalformed)
 			}
 			if int64(len(req.Payload)) > bolt.MaxValueSize {
-				return nil, fmt.Errorf("%w: payload of %d bytes is too large to store", ErrMalformed, len(req.Payload))
+				return nil, fmt.Errorf("%w: payload of %d bytes is too large to store", entry.ErrMalformed, len(req.Payload))
 			}
 			it.blob = req.Payload
 		}
-		if e.Kind == KindRedaction {
+		if e.Kind == entry.KindRedaction {
 			t, err := w.entry(e.RedactedSeq)
 			if err != nil {
 				return nil, err
 			}
-			if t.Kind != KindHandoff {
+			if t.Kind != entry.KindHandoff {
 				return nil, fmt.Errorf("seq %d is a %s entry: %w", e.RedactedSeq, t.Kind, ErrNotRedactable)
 			}
 		}
@@ -499,32 +501,32 @@ func (w *writer) apply(req *Request) (*Result, error) {
 
 // encode validates e and returns its canonical bytes and hash; e's index
 // strings must be storable as keys. The bytes decode back to e (every
-// stored entry is readable): Canonical validates everything DecodeEntry
+// stored entry is readable): Canonical validates everything entry.Decode
 // does, and TestMarshalIsCanonical and FuzzCanonical hold the two to each
 // other, so the commit does not decode each entry again.
-func encode(e *Entry) (item, error) {
+func encode(e *entry.Entry) (item, error) {
 	raw, err := e.Canonical()
 	if err != nil {
 		return item{}, err
 	}
 	for _, a := range e.Blocks {
 		if a == "" || len(a) > maxIndexedString {
-			return item{}, fmt.Errorf("%w: seq %d: blocks entry of %d bytes (want 1-%d)", ErrMalformed, e.Seq, len(a), maxIndexedString)
+			return item{}, fmt.Errorf("%w: seq %d: blocks entry of %d bytes (want 1-%d)", entry.ErrMalformed, e.Seq, len(a), maxIndexedString)
 		}
 	}
 	if len(e.Agent) > maxIndexedString {
-		return item{}, fmt.Errorf("%w: seq %d: agent of %d bytes (want <= %d)", ErrMalformed, e.Seq, len(e.Agent), maxIndexedString)
+		return item{}, fmt.Errorf("%w: seq %d: agent of %d bytes (want <= %d)", entry.ErrMalformed, e.Seq, len(e.Agent), maxIndexedString)
 	}
-	return item{e: e, raw: raw, hash: LeafHash(raw)}, nil
+	return item{e: e, raw: raw, hash: entry.LeafHash(raw)}, nil
 }
 
 // entry reads and decodes a stored entry inside the transaction.
-func (w *writer) entry(seq uint64) (*Entry, error) {
+func (w *writer) entry(seq uint64) (*entry.Entry, error) {
 	raw := w.entries.Get(be64(seq))
 	if raw == nil {
 		return nil, fmt.Errorf("seq %d: %w", seq, ErrNotFound)
 	}
-	e, err := DecodeEntry(raw)
+	e, err := entry.Decode(raw)
 	if err != nil {
 		return nil, &fatalError{&RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}}
 	}
@@ -552,7 +554,7 @@ func (w *writer) put(it item) error {
 		}
 	}
 	if it.blob != nil {
-		sum := Sum256(it.blob)
+		sum := entry.Sum256(it.blob)
 		if w.blobs.Get(sum[:]) == nil {
 			if err := w.blobs.Put(sum[:], append(make([]byte, 0, len(it.blob)), it.blob...)); err != nil {
 				return err
@@ -568,11 +570,11 @@ func (w *writer) put(it item) error {
 }
 
 // derive maintains the state tables that follow from e.
-func (w *writer) derive(e *Entry) error {
+func (w *writer) derive(e *entry.Entry) error {
 	switch e.Kind {
-	case KindHandoff:
+	case entry.KindHandoff:
 		if e.Decision == "accepted" && e.HandoffID.Valid {
-			k := Sum256([]byte(e.HandoffID.S))
+			k := entry.Sum256([]byte(e.HandoffID.S))
 			if w.accepted.Get(k[:]) == nil {
 				if err := w.accepted.Put(k[:], cat(be64(e.Seq), e.PayloadSHA256[:])); err != nil {
 					return err
@@ -584,13 +586,13 @@ func (w *writer) derive(e *Entry) error {
 				return err
 			}
 		}
-	case KindUnblock:
+	case entry.KindUnblock:
 		if err := w.blocked.Delete([]byte(e.Agent)); err != nil {
 			return err
 		}
-	case KindSnapshot:
+	case entry.KindSnapshot:
 		key := metaManifest
-		if e.What == SnapshotLock {
+		if e.What == entry.SnapshotLock {
 			key = metaLock
 			if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
 				return err
@@ -607,7 +609,7 @@ func (w *writer) derive(e *Entry) error {
 		if err := w.meta.Put(key, clone(e.ContentSHA256[:])); err != nil {
 			return err
 		}
-	case KindRedaction:
+	case entry.KindRedaction:
 		t, err := w.entry(e.RedactedSeq)
 		if err != nil {
 			return err
@@ -640,16 +642,16 @@ func treeReader(b *bolt.Bucket) tlog.HashReaderFunc {
 // state is the State given to Build.
 type state struct {
 	w                    *writer
-	manifest, lock       Hash
+	manifest, lock       entry.Hash
 	hasManifest, hasLock bool
 	clearedBlocked       bool  // a lock snapshot of this request cleared the table
 	err                  error // malformed stored state seen by a lookup
 }
 
-func (s *state) Accepted(id string) (uint64, Hash, bool) {
-	k := Sum256([]byte(id))
+func (s *state) Accepted(id string) (uint64, entry.Hash, bool) {
+	k := entry.Sum256([]byte(id))
 	v := s.w.accepted.Get(k[:])
-	var h Hash
+	var h entry.Hash
 	if v == nil {
 		return 0, h, false
 	}
@@ -676,13 +678,13 @@ func (s *state) Blocked(agent string) (uint64, bool) {
 	return binary.BigEndian.Uint64(v), true
 }
 
-func (s *state) InForce() (manifest, lock Hash, ok bool) {
+func (s *state) InForce() (manifest, lock entry.Hash, ok bool) {
 	return s.manifest, s.lock, s.hasManifest && s.hasLock
 }
 
 // callBuild runs a caller's Build, turning its panic into this request's
 // error.
-func callBuild(build func(State, *Entry) error, st State, e *Entry) (err error) {
+func callBuild(build func(State, *entry.Entry) error, st State, e *entry.Entry) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("ledger: Build panicked: %v", r)

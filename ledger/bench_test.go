@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
@@ -100,16 +101,16 @@ func BenchmarkScanVerify(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(size)
 		for range b.N {
-			prev := ledger.ZeroHash
+			prev := entry.ZeroHash
 			err := l.Scan(context.Background(), 1, func(seq uint64, raw []byte) error {
-				e, err := ledger.DecodeEntry(raw)
+				e, err := entry.Decode(raw)
 				if err != nil {
 					return err
 				}
 				if e.Prev != prev {
 					return fmt.Errorf("seq %d: prev", seq)
 				}
-				prev = ledger.LeafHash(raw)
+				prev = entry.LeafHash(raw)
 				return nil
 			})
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -34,7 +35,7 @@ const (
 	FindUnknownKey    = "unknown_key"       // a key (or nested bucket) the format does not have
 	FindBadValue      = "bad_value"         // a stored value of the wrong shape
 	FindSeqGap        = "seq_gap"           // entry keys are not 1, 2, 3, ...
-	FindUndecodable   = "undecodable"       // entry bytes do not decode (DecodeEntry)
+	FindUndecodable   = "undecodable"       // entry bytes do not decode (entry.Decode)
 	FindSeqMismatch   = "seq_mismatch"      // an entry's seq differs from its key
 	FindPrevLink      = "prev_link"         // an entry's prev is not the previous entry's hash
 	FindTimeOrder     = "time_order"        // an entry's time is before the previous one's
@@ -89,16 +90,16 @@ type checker struct {
 	n         int64  // entries walked
 	indexed   uint64 // meta "indexed": secondary indexes cover 1..indexed
 	lastSeq   uint64
-	lastHash  Hash
+	lastHash  entry.Hash
 	tree      map[int64]tlog.Hash // recomputed stored hashes
 	idxCount  map[string]int
-	accepted  map[Hash][]byte // sha256(handoff_id) -> seq||payload
+	accepted  map[entry.Hash][]byte // sha256(handoff_id) -> seq||payload
 	blocked   map[string]uint64
-	redacted  map[Hash]uint64 // payload -> latest redaction seq
-	refs      map[Hash]uint64 // blob hash -> last entry referring to it
-	snapshots map[Hash]uint64 // snapshot content -> seq
-	manifest  *Hash
-	lock      *Hash
+	redacted  map[entry.Hash]uint64 // payload -> latest redaction seq
+	refs      map[entry.Hash]uint64 // blob hash -> last entry referring to it
+	snapshots map[entry.Hash]uint64 // snapshot content -> seq
+	manifest  *entry.Hash
+	lock      *entry.Hash
 }
 
 func (c *checker) add(seq uint64, kind, want, got string) {
@@ -108,11 +109,11 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 func (c *checker) run() error {
 	c.tree = map[int64]tlog.Hash{}
 	c.idxCount = map[string]int{}
-	c.accepted = map[Hash][]byte{}
+	c.accepted = map[entry.Hash][]byte{}
 	c.blocked = map[string]uint64{}
-	c.redacted = map[Hash]uint64{}
-	c.refs = map[Hash]uint64{}
-	c.snapshots = map[Hash]uint64{}
+	c.redacted = map[entry.Hash]uint64{}
+	c.refs = map[entry.Hash]uint64{}
+	c.snapshots = map[entry.Hash]uint64{}
 
 	known := map[string]bool{}
 	for _, b := range allBuckets {
@@ -206,12 +207,12 @@ func (c *checker) walkEntries() error {
 			c.add(seq, FindSeqGap, fmt.Sprint(expect), fmt.Sprint(seq))
 		}
 		expect = seq + 1
-		h := LeafHash(v)
+		h := entry.LeafHash(v)
 		c.checkTreeLeaf(tree, seq, h)
 		prevHash := c.lastHash
 		c.lastSeq, c.lastHash = seq, h
 		c.n++
-		e, err := DecodeEntry(v)
+		e, err := entry.Decode(v)
 		if err != nil {
 			c.add(seq, FindUndecodable, "a canonical entry", err.Error())
 			continue
@@ -235,7 +236,7 @@ func (c *checker) walkEntries() error {
 	return nil
 }
 
-func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h Hash) {
+func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h entry.Hash) {
 	n := c.n
 	hashes, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(h), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(idx))
@@ -262,7 +263,7 @@ func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h Hash) {
 	}
 }
 
-func (c *checker) entryIndexes(seq uint64, e *Entry) {
+func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
 	for name, keys := range indexKeys(e) {
 		b := c.bucket([]byte(name))
 		c.idxCount[name] += len(keys)
@@ -281,12 +282,12 @@ func (c *checker) entryIndexes(seq uint64, e *Entry) {
 	}
 }
 
-func (c *checker) derive(seq uint64, e *Entry) {
+func (c *checker) derive(seq uint64, e *entry.Entry) {
 	switch e.Kind {
-	case KindHandoff:
+	case entry.KindHandoff:
 		c.refs[*e.PayloadSHA256] = seq
 		if e.Decision == "accepted" && e.HandoffID.Valid {
-			k := Sum256([]byte(e.HandoffID.S))
+			k := entry.Sum256([]byte(e.HandoffID.S))
 			if _, ok := c.accepted[k]; !ok {
 				c.accepted[k] = cat(be64(seq), e.PayloadSHA256[:])
 			}
@@ -294,26 +295,26 @@ func (c *checker) derive(seq uint64, e *Entry) {
 		for _, a := range e.Blocks {
 			c.blocked[a] = seq
 		}
-	case KindUnblock:
+	case entry.KindUnblock:
 		delete(c.blocked, e.Agent)
-	case KindSnapshot:
+	case entry.KindSnapshot:
 		h := *e.ContentSHA256
 		c.refs[h] = seq
 		c.snapshots[h] = seq
-		if e.What == SnapshotLock {
+		if e.What == entry.SnapshotLock {
 			c.lock = &h
 			clear(c.blocked)
 		} else {
 			c.manifest = &h
 		}
-	case KindRedaction:
+	case entry.KindRedaction:
 		b := c.bucket(bucketEntries)
-		var t *Entry
+		var t *entry.Entry
 		var err error
 		if b != nil {
-			t, err = DecodeEntry(b.Get(be64(e.RedactedSeq)))
+			t, err = entry.Decode(b.Get(be64(e.RedactedSeq)))
 		}
-		if b == nil || err != nil || t.Kind != KindHandoff {
+		if b == nil || err != nil || t.Kind != entry.KindHandoff {
 			c.add(seq, FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", e.RedactedSeq), "not a readable handoff entry")
 			return
 		}
@@ -383,11 +384,11 @@ func (c *checker) checkIndexes() {
 				return nil
 			}
 			seq := binary.BigEndian.Uint64(k[len(k)-8:])
-			var e *Entry
+			var e *entry.Entry
 			var err error = ErrNotFound
 			if entries != nil {
 				if raw := entries.Get(k[len(k)-8:]); raw != nil {
-					e, err = DecodeEntry(raw)
+					e, err = entry.Decode(raw)
 				}
 			}
 			if err == nil && e.Seq == seq && seq <= c.indexed {
@@ -405,9 +406,9 @@ func (c *checker) checkIndexes() {
 
 func (c *checker) checkTables() {
 	if b := c.bucket(bucketIdxAccept); b != nil {
-		seen := map[Hash]bool{}
+		seen := map[entry.Hash]bool{}
 		b.ForEach(func(k, v []byte) error {
-			var h Hash
+			var h entry.Hash
 			copy(h[:], k)
 			want, ok := c.accepted[h]
 			if len(k) != 32 || !ok {
@@ -447,9 +448,9 @@ func (c *checker) checkTables() {
 		}
 	}
 	if b := c.bucket(bucketRedacted); b != nil {
-		seen := map[Hash]bool{}
+		seen := map[entry.Hash]bool{}
 		b.ForEach(func(k, v []byte) error {
-			var h Hash
+			var h entry.Hash
 			copy(h[:], k)
 			want, ok := c.redacted[h]
 			if len(k) != 32 || !ok {
@@ -471,7 +472,7 @@ func (c *checker) checkTables() {
 	if m := c.bucket(bucketMeta); m != nil {
 		for _, x := range []struct {
 			key  []byte
-			want *Hash
+			want *entry.Hash
 		}{{metaManifest, c.manifest}, {metaLock, c.lock}} {
 			got := m.Get(x.key)
 			switch {
@@ -490,13 +491,13 @@ func (c *checker) checkBlobs() {
 		return
 	}
 	b.ForEach(func(k, v []byte) error {
-		var h Hash
+		var h entry.Hash
 		copy(h[:], k)
 		if len(k) != 32 || v == nil {
 			c.add(0, FindUnknownKey, "32-byte blob key", fmt.Sprintf("%x", k))
 			return nil
 		}
-		if got := Sum256(v); got != h {
+		if got := entry.Sum256(v); got != h {
 			c.add(c.refs[h], FindBlobHash, h.String(), got.String())
 		}
 		ref, ok := c.refs[h]
@@ -507,7 +508,7 @@ func (c *checker) checkBlobs() {
 		}
 		return nil
 	})
-	var missing []Hash
+	var missing []entry.Hash
 	for h := range c.snapshots {
 		if _, red := c.redacted[h]; b.Get(h[:]) == nil && !red {
 			missing = append(missing, h)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 )
@@ -33,7 +34,7 @@ func sample(t *testing.T) (string, uint64) {
 	if _, err := l.Redact(context.Background(), 5, "pii"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: []ledger.Snapshot{{What: ledger.SnapshotLock, Bytes: []byte("lock 2")}}}); err != nil {
+	if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock 2")}}}); err != nil {
 		t.Fatal(err)
 	}
 	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "y", Source: "a", Target: "b", NoSnapshots: true})
@@ -56,7 +57,7 @@ func check(t *testing.T, path string) ([]ledger.Finding, error) {
 // TestCheckFindsTampering: each named mutation gives a finding of its kind.
 func TestCheckFindsTampering(t *testing.T) {
 	src, head := sample(t)
-	e3 := func(path string) *ledger.Entry {
+	e3 := func(path string) *entry.Entry {
 		l, _ := ledger.Open(path, &ledger.Options{ReadOnly: true})
 		defer l.Close()
 		e, _, _ := l.Get(3)
@@ -108,11 +109,11 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
 		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
 		{"orphan-blob", func(p string) error {
-			s := ledger.Sum256([]byte("orphan"))
+			s := entry.Sum256([]byte("orphan"))
 			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
 		}, ledger.FindBlobOrphan},
 		{"deleted-snapshot-blob", func(p string) error {
-			s := ledger.Sum256(ledgertest.LockBytes)
+			s := entry.Sum256(ledgertest.LockBytes)
 			return ledgertest.DeleteKey(p, "blobs", s[:])
 		}, ledger.FindBlobMissing},
 		{"edited-in-force", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
@@ -154,7 +155,7 @@ func TestAnchorNeeded(t *testing.T) {
 	}{
 		{"truncated-tail-2", func(p string) error { return ledgertest.TruncateTail(p, 2) }, head - 2},
 		{"rewritten-suffix-@seq6", func(p string) error {
-			return ledgertest.RewriteSuffix(p, 6, func(e *ledger.Entry) { e.Source = ledger.Str("mallory") })
+			return ledgertest.RewriteSuffix(p, 6, func(e *entry.Entry) { e.Source = entry.Str("mallory") })
 		}, head},
 	}
 	for _, tt := range tests {
@@ -230,11 +231,11 @@ func TestCorruptNeverPanics(t *testing.T) {
 			l.Close()
 			continue
 		}
-		l.Scan(ctx, 0, func(seq uint64, raw []byte) error { _, err := ledger.DecodeEntry(raw); return err })
+		l.Scan(ctx, 0, func(seq uint64, raw []byte) error { _, err := entry.Decode(raw); return err })
 		for seq := uint64(1); seq <= head+1; seq++ {
 			l.Get(seq)
 		}
-		l.Blob(ledger.Sum256(ledgertest.LockBytes))
+		l.Blob(entry.Sum256(ledgertest.LockBytes))
 		l.Find(ledger.Query{Agent: "domain-05-product"})
 		l.Find(ledger.Query{})
 		l.TreeHash(head)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 )
@@ -79,7 +80,7 @@ func TestCrash(t *testing.T) {
 			trials = 20
 		}
 	}
-	acked := map[uint64]ledger.Hash{}
+	acked := map[uint64]entry.Hash{}
 	for trial := range trials {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+path)
@@ -109,7 +110,7 @@ func TestCrash(t *testing.T) {
 				continue
 			}
 			seq, err1 := strconv.ParseUint(f[1], 10, 64)
-			h, err2 := ledger.ParseHash(f[2])
+			h, err2 := entry.ParseHash(f[2])
 			if err1 != nil || err2 != nil {
 				continue // a line cut by the kill
 			}

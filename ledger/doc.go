@@ -3,8 +3,8 @@
 //
 // # Model
 //
-//   - Entry is one record. Its stored bytes are its RFC 8785 canonical JSON
-//     form, and its hash is LeafHash(bytes) = SHA-256(0x00 || bytes): the
+//   - entry.Entry is one record. Its stored bytes are its RFC 8785 canonical JSON
+//     form, and its hash is entry.LeafHash(bytes) = SHA-256(0x00 || bytes): the
 //     RFC 6962 leaf hash. Each entry carries the hash of the previous one in
 //     "prev", so the entries form a chain, and the same hashes are the leaves
 //     of a Merkle tree (TreeHash, ProveInclusion, ProveConsistency).

@@ -6,9 +6,11 @@ import (
 	"io/fs"
 )
 
-// Errors returned by Open. ErrVersionMismatch (entry.go) is also returned by
-// Open when the file's format version is not FormatVersion.
+// Errors returned by Open.
 var (
+	// ErrVersionMismatch is returned when the file's format version is not
+	// one this build reads.
+	ErrVersionMismatch = errors.New("ledger format version mismatch")
 	// ErrNotExist is returned when the file is missing (or, with
 	// Options.NoCreate or ReadOnly, empty). It wraps fs.ErrNotExist.
 	ErrNotExist = fmt.Errorf("ledger does not exist: %w", fs.ErrNotExist)

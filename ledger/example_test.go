@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -27,11 +28,11 @@ func ExampleLedger_Append() {
 	defer l.Close()
 	res, err := l.Append(context.Background(), &ledger.Request{
 		Snapshots: []ledger.Snapshot{
-			{What: ledger.SnapshotManifest, Bytes: []byte(`{"manifest_version":1}`)},
-			{What: ledger.SnapshotLock, Bytes: []byte(`{"lock_version":1}`)},
+			{What: entry.SnapshotManifest, Bytes: []byte(`{"manifest_version":1}`)},
+			{What: entry.SnapshotLock, Bytes: []byte(`{"lock_version":1}`)},
 		},
-		Build: func(st ledger.State, e *ledger.Entry) error {
-			e.Kind, e.Agent, e.Note = ledger.KindUnblock, "domain-06-security", "prompt re-reviewed"
+		Build: func(st ledger.State, e *entry.Entry) error {
+			e.Kind, e.Agent, e.Note = entry.KindUnblock, "domain-06-security", "prompt re-reviewed"
 			return nil
 		},
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/govledger/govledger/entry"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -126,7 +127,7 @@ func clone(b []byte) []byte {
 
 // indexKeys returns, per index bucket, the keys entry e (with seq) adds. The
 // same function drives Append and Check, so they cannot disagree.
-func indexKeys(e *Entry) map[string][][]byte {
+func indexKeys(e *entry.Entry) map[string][][]byte {
 	seq := be64(e.Seq)
 	out := map[string][][]byte{
 		string(bucketIdxTime): {cat(timeKey(e.Time.Time), seq)},
@@ -141,7 +142,7 @@ func indexKeys(e *Entry) map[string][][]byte {
 		out[string(b)] = append(out[string(b)], k)
 	}
 	switch e.Kind {
-	case KindHandoff:
+	case entry.KindHandoff:
 		if e.HandoffID.Valid {
 			add(bucketIdxHandoff, xxh(e.HandoffID.S))
 		}
@@ -155,7 +156,7 @@ func indexKeys(e *Entry) map[string][][]byte {
 			add(bucketIdxAgent, xxh(e.Target.S))
 		}
 		add(bucketIdxDecide, []byte(e.Decision))
-	case KindUnblock:
+	case entry.KindUnblock:
 		add(bucketIdxAgent, xxh(e.Agent))
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/govledger/govledger/entry"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -450,9 +451,9 @@ func recoverCorrupt(err *error) {
 	}
 }
 
-// Head returns the seq and hash of the last entry: 0 and ZeroHash for an
+// Head returns the seq and hash of the last entry: 0 and entry.ZeroHash for an
 // empty ledger.
-func (l *Ledger) Head() (seq uint64, h Hash, err error) {
+func (l *Ledger) Head() (seq uint64, h entry.Hash, err error) {
 	err = l.view(func(tx *bolt.Tx) error {
 		seq, h, err = readHead(tx.Bucket(bucketMeta))
 		return err
@@ -460,8 +461,8 @@ func (l *Ledger) Head() (seq uint64, h Hash, err error) {
 	return seq, h, err
 }
 
-func readHead(m *bolt.Bucket) (uint64, Hash, error) {
-	var h Hash
+func readHead(m *bolt.Bucket) (uint64, entry.Hash, error) {
+	var h entry.Hash
 	if m == nil {
 		return 0, h, fmt.Errorf("%w: meta bucket missing", ErrCorrupt)
 	}

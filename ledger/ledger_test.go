@@ -13,6 +13,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 )
@@ -28,12 +29,12 @@ func handoff(i int) ledgertest.Handoff {
 }
 
 // chainWalk decodes every entry, checks seq, prev links and returns the hashes.
-func chainWalk(t *testing.T, l *ledger.Ledger) []ledger.Hash {
+func chainWalk(t *testing.T, l *ledger.Ledger) []entry.Hash {
 	t.Helper()
-	var hashes []ledger.Hash
-	prev := ledger.ZeroHash
+	var hashes []entry.Hash
+	prev := entry.ZeroHash
 	err := l.Scan(context.Background(), 1, func(seq uint64, raw []byte) error {
-		e, err := ledger.DecodeEntry(raw)
+		e, err := entry.Decode(raw)
 		if err != nil {
 			return fmt.Errorf("seq %d: %w", seq, err)
 		}
@@ -43,7 +44,7 @@ func chainWalk(t *testing.T, l *ledger.Ledger) []ledger.Hash {
 		if e.Prev != prev {
 			return fmt.Errorf("seq %d: prev %s, want %s", seq, e.Prev, prev)
 		}
-		prev = ledger.LeafHash(raw)
+		prev = entry.LeafHash(raw)
 		hashes = append(hashes, prev)
 		return nil
 	})
@@ -65,7 +66,7 @@ func TestTreeExhaustive(t *testing.T) {
 		if err != nil || seq != n {
 			t.Fatalf("Head() = %d, %v; want %d", seq, err, n)
 		}
-		if n == 0 && head != ledger.ZeroHash {
+		if n == 0 && head != entry.ZeroHash {
 			t.Fatalf("Head() of empty = %s", head)
 		}
 		if n > 0 && !bytes.Equal(head[:], ref.LeafHash(n-1)) {
@@ -119,9 +120,9 @@ func TestTreeExhaustive(t *testing.T) {
 		var req *ledger.Request
 		switch i {
 		case 0:
-			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: ledger.SnapshotManifest, Bytes: ledgertest.ManifestBytes}}}
+			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: ledgertest.ManifestBytes}}}
 		case 1:
-			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: ledger.SnapshotLock, Bytes: ledgertest.LockBytes}}}
+			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: ledgertest.LockBytes}}}
 		default:
 			h := handoff(i)
 			h.NoSnapshots = true
@@ -162,7 +163,7 @@ func TestConcurrentAppend(t *testing.T) {
 		t.Run(fmt.Sprint(workers), func(t *testing.T) {
 			l := ledgertest.MustCreate(t, nil)
 			var mu sync.Mutex
-			acked := map[uint64]ledger.Hash{}
+			acked := map[uint64]entry.Hash{}
 			var wg sync.WaitGroup
 			for w := range workers {
 				wg.Add(1)
@@ -210,10 +211,10 @@ func blockCommitter(t *testing.T, l *ledger.Ledger) (release func(), wait func()
 	started, rel := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
+		_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
 			close(started)
 			<-rel
-			e.Kind, e.Agent, e.Note = ledger.KindUnblock, "nobody", "barrier"
+			e.Kind, e.Agent, e.Note = entry.KindUnblock, "nobody", "barrier"
 			return nil
 		}})
 		done <- err
@@ -257,8 +258,8 @@ func TestGroupCommit(t *testing.T) {
 					req := handoff(i + 1).Build()
 					if i == 7 {
 						inner := req.Build
-						req.Snapshots = []ledger.Snapshot{{What: ledger.SnapshotLock, Bytes: []byte("new lock")}}
-						req.Build = func(st ledger.State, e *ledger.Entry) error { inner(st, e); return boom }
+						req.Snapshots = []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("new lock")}}
+						req.Build = func(st ledger.State, e *entry.Entry) error { inner(st, e); return boom }
 					}
 					results[i], errs[i] = l.Append(context.Background(), req)
 				}()
@@ -288,7 +289,7 @@ func TestGroupCommit(t *testing.T) {
 			if len(chain) != 3+1+n-1 {
 				t.Errorf("chain has %d entries, want %d", len(chain), 3+n)
 			}
-			if _, err := l.Blob(ledger.Sum256([]byte("new lock"))); !errors.Is(err, ledger.ErrNotFound) {
+			if _, err := l.Blob(entry.Sum256([]byte("new lock"))); !errors.Is(err, ledger.ErrNotFound) {
 				t.Errorf("failed request's snapshot bytes: Blob = %v, want ErrNotFound", err)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 )
@@ -233,7 +234,7 @@ func TestReadOnlyNoChange(t *testing.T) {
 	r.Find(ledger.Query{Agent: "domain-05-product"})
 	r.ProveInclusion(3, 10)
 	r.ProveConsistency(3, 10)
-	r.Blob(ledger.Sum256(ledgertest.LockBytes))
+	r.Blob(entry.Sum256(ledgertest.LockBytes))
 	r.WriteTo(&bytes.Buffer{})
 	if _, err := r.Redact(context.Background(), 3, "x"); !errors.Is(err, ledger.ErrReadOnly) {
 		t.Errorf("Redact on read-only = %v", err)

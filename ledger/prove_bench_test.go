@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -31,8 +32,8 @@ func BenchmarkProve(b *testing.B) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-					e.Kind, e.Agent, e.Note = ledger.KindUnblock, fmt.Sprintf("agent-%d", w), "bench"
+				_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+					e.Kind, e.Agent, e.Note = entry.KindUnblock, fmt.Sprintf("agent-%d", w), "bench"
 					return nil
 				}})
 				if err != nil {

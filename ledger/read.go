@@ -9,13 +9,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	bolt "go.etcd.io/bbolt"
 )
 
 // Get returns entry seq, decoded, and its stored bytes. It returns an error
 // wrapping ErrNotFound for a seq that is not stored, and a *RecordError
 // wrapping ErrCorrupt for bytes that do not decode.
-func (l *Ledger) Get(seq uint64) (*Entry, []byte, error) {
+func (l *Ledger) Get(seq uint64) (*entry.Entry, []byte, error) {
 	var raw []byte
 	err := l.view(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketEntries)
@@ -31,7 +32,7 @@ func (l *Ledger) Get(seq uint64) (*Entry, []byte, error) {
 	if raw == nil {
 		return nil, nil, &RecordError{Seq: seq, Op: "get", Err: ErrNotFound}
 	}
-	e, err := DecodeEntry(raw)
+	e, err := entry.Decode(raw)
 	if err != nil {
 		return nil, raw, &RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
@@ -53,7 +54,7 @@ func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
 // returns an error wrapping ErrRedacted for bytes a redaction removed,
 // ErrNotFound for bytes never stored, and ErrCorrupt when the stored bytes
 // do not hash to sum.
-func (l *Ledger) Blob(sum Hash) ([]byte, error) {
+func (l *Ledger) Blob(sum entry.Hash) ([]byte, error) {
 	var data []byte
 	var redacted bool
 	err := l.view(func(tx *bolt.Tx) error {
@@ -75,8 +76,8 @@ func (l *Ledger) Blob(sum Hash) ([]byte, error) {
 	case err != nil:
 		return nil, err
 	case data != nil:
-		if Sum256(data) != sum {
-			return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ErrCorrupt, Sum256(data))
+		if entry.Sum256(data) != sum {
+			return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ErrCorrupt, entry.Sum256(data))
 		}
 		return data, nil
 	case redacted:
@@ -250,7 +251,7 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 	return out, nil
 }
 
-func (q *Query) matches(e *Entry) bool {
+func (q *Query) matches(e *entry.Entry) bool {
 	if q.HandoffID != "" && (!e.HandoffID.Valid || e.HandoffID.S != q.HandoffID) {
 		return false
 	}
@@ -258,7 +259,7 @@ func (q *Query) matches(e *Entry) bool {
 		return false
 	}
 	if q.Agent != "" {
-		in := e.Kind == KindUnblock && e.Agent == q.Agent ||
+		in := e.Kind == entry.KindUnblock && e.Agent == q.Agent ||
 			e.Source.Valid && e.Source.S == q.Agent || e.Target.Valid && e.Target.S == q.Agent
 		if !in {
 			return false
@@ -304,13 +305,13 @@ func (l *Ledger) WriteTo(w io.Writer) (n int64, err error) {
 // payload was never stored) or ErrRedacted (already removed), plus the
 // errors of Append.
 func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, error) {
-	return l.Append(ctx, &Request{Build: func(st State, e *Entry) error {
+	return l.Append(ctx, &Request{Build: func(st State, e *entry.Entry) error {
 		w := st.(*state).w
 		t, err := w.entry(seq)
 		if err != nil {
 			return err
 		}
-		if t.Kind != KindHandoff {
+		if t.Kind != entry.KindHandoff {
 			return fmt.Errorf("seq %d is a %s entry: %w", seq, t.Kind, ErrNotRedactable)
 		}
 		if w.blobs.Get(t.PayloadSHA256[:]) == nil {
@@ -319,7 +320,7 @@ func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, 
 			}
 			return fmt.Errorf("payload of seq %d was not stored: %w", seq, ErrNotRedactable)
 		}
-		e.Kind, e.RedactedSeq, e.Note = KindRedaction, seq, note
+		e.Kind, e.RedactedSeq, e.Note = entry.KindRedaction, seq, note
 		return nil
 	}})
 }

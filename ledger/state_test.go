@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
@@ -27,7 +28,7 @@ func TestDerivedState(t *testing.T) {
 		inForce bool
 	}
 	probe := func(id, agent string) {
-		l.Append(ctx, &ledger.Request{Build: func(s ledger.State, e *ledger.Entry) error {
+		l.Append(ctx, &ledger.Request{Build: func(s ledger.State, e *entry.Entry) error {
 			got.acc, _, got.accOK = s.Accepted(id)
 			_, got.blocked = s.Blocked(agent)
 			_, _, got.inForce = s.InForce()
@@ -59,10 +60,10 @@ func TestDerivedState(t *testing.T) {
 	// same request.
 	var blockedSeen bool
 	_, err := l.Append(ctx, &ledger.Request{
-		Snapshots: []ledger.Snapshot{{What: ledger.SnapshotLock, Bytes: []byte("lock v2")}},
-		Build: func(s ledger.State, e *ledger.Entry) error {
+		Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}},
+		Build: func(s ledger.State, e *entry.Entry) error {
 			_, blockedSeen = s.Blocked("y")
-			e.Kind, e.Agent, e.Note = ledger.KindUnblock, "z", "n"
+			e.Kind, e.Agent, e.Note = entry.KindUnblock, "z", "n"
 			return nil
 		}})
 	if err != nil || blockedSeen {
@@ -73,7 +74,7 @@ func TestDerivedState(t *testing.T) {
 		t.Fatal("x still blocked after a new lock")
 	}
 	// Snapshots already in force are not recorded again.
-	res, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: ledger.SnapshotLock, Bytes: []byte("lock v2")}}})
+	res, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}}})
 	if err != nil || len(res.Entries) != 0 {
 		t.Fatalf("re-asserting the lock in force wrote %v, %v", res, err)
 	}
@@ -152,7 +153,7 @@ func TestRedact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := res.Last().Entry; e.Kind != ledger.KindRedaction || e.RedactedSeq != a.Entry.Seq {
+	if e := res.Last().Entry; e.Kind != entry.KindRedaction || e.RedactedSeq != a.Entry.Seq {
 		t.Errorf("redaction entry = %+v", e)
 	}
 	if _, err := l.Blob(sum); !errors.Is(err, ledger.ErrRedacted) {
@@ -169,7 +170,7 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%d) = %v, want %v", tt.seq, err, tt.want)
 		}
 	}
-	if _, err := l.Blob(ledger.Sum256([]byte("never"))); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := l.Blob(entry.Sum256([]byte("never"))); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("Blob(never stored) = %v", err)
 	}
 }
@@ -184,35 +185,35 @@ func TestAppendRefuses(t *testing.T) {
 		_, err := l.Append(ctx, req)
 		return err
 	}
-	wrap := func(req *ledger.Request, f func(e *ledger.Entry)) {
+	wrap := func(req *ledger.Request, f func(e *entry.Entry)) {
 		inner := req.Build
-		req.Build = func(st ledger.State, e *ledger.Entry) error { inner(st, e); f(e); return nil }
+		req.Build = func(st ledger.State, e *entry.Entry) error { inner(st, e); f(e); return nil }
 	}
 	tests := []struct {
 		name string
 		mut  func(req *ledger.Request)
 		want error
 	}{
-		{"changes seq", func(r *ledger.Request) { wrap(r, func(e *ledger.Entry) { e.Seq++ }) }, ledger.ErrMalformed},
-		{"changes time", func(r *ledger.Request) { wrap(r, func(e *ledger.Entry) { e.Time.Time = e.Time.Add(-time.Hour) }) }, ledger.ErrMalformed},
-		{"invalid entry", func(r *ledger.Request) { wrap(r, func(e *ledger.Entry) { e.Decision = "maybe" }) }, ledger.ErrMalformed},
-		{"payload mismatch", func(r *ledger.Request) { r.Payload = []byte("other") }, ledger.ErrMalformed},
-		{"empty block", func(r *ledger.Request) { wrap(r, func(e *ledger.Entry) { e.Blocks = []string{""} }) }, ledger.ErrMalformed},
+		{"changes seq", func(r *ledger.Request) { wrap(r, func(e *entry.Entry) { e.Seq++ }) }, entry.ErrMalformed},
+		{"changes time", func(r *ledger.Request) { wrap(r, func(e *entry.Entry) { e.Time.Time = e.Time.Add(-time.Hour) }) }, entry.ErrMalformed},
+		{"invalid entry", func(r *ledger.Request) { wrap(r, func(e *entry.Entry) { e.Decision = "maybe" }) }, entry.ErrMalformed},
+		{"payload mismatch", func(r *ledger.Request) { r.Payload = []byte("other") }, entry.ErrMalformed},
+		{"empty block", func(r *ledger.Request) { wrap(r, func(e *entry.Entry) { e.Blocks = []string{""} }) }, entry.ErrMalformed},
 		{"snapshot kind", func(r *ledger.Request) {
 			r.Payload = nil
-			r.Build = func(_ ledger.State, e *ledger.Entry) error {
-				sum, n := ledger.Sum256(nil), int64(0)
-				e.Kind, e.What, e.ContentSHA256, e.Size = ledger.KindSnapshot, "lock", &sum, &n
+			r.Build = func(_ ledger.State, e *entry.Entry) error {
+				sum, n := entry.Sum256(nil), int64(0)
+				e.Kind, e.What, e.ContentSHA256, e.Size = entry.KindSnapshot, "lock", &sum, &n
 				return nil
 			}
-		}, ledger.ErrMalformed},
+		}, entry.ErrMalformed},
 		{"two locks", func(r *ledger.Request) {
 			r.Snapshots = []ledger.Snapshot{{What: "lock", Bytes: []byte("1")}, {What: "lock", Bytes: []byte("2")}}
-		}, ledger.ErrMalformed},
+		}, entry.ErrMalformed},
 		{"redaction of snapshot", func(r *ledger.Request) {
 			r.Payload = nil
-			r.Build = func(_ ledger.State, e *ledger.Entry) error {
-				e.Kind, e.RedactedSeq, e.Note = ledger.KindRedaction, 1, "n"
+			r.Build = func(_ ledger.State, e *entry.Entry) error {
+				e.Kind, e.RedactedSeq, e.Note = entry.KindRedaction, 1, "n"
 				return nil
 			}
 		}, ledger.ErrNotRedactable},
@@ -222,7 +223,7 @@ func TestAppendRefuses(t *testing.T) {
 			t.Errorf("%s: Append = %v, want %v", tt.name, err, tt.want)
 		}
 	}
-	if _, err := l.Append(ctx, &ledger.Request{Build: func(ledger.State, *ledger.Entry) error { panic("bug") }}); err == nil {
+	if _, err := l.Append(ctx, &ledger.Request{Build: func(ledger.State, *entry.Entry) error { panic("bug") }}); err == nil {
 		t.Error("a panicking Build succeeded")
 	}
 	if seq, _, _ := l.Head(); seq != 3 {
@@ -242,8 +243,8 @@ func TestTimeNeverGoesBack(t *testing.T) {
 	l := ledgertest.MustCreate(t, &ledger.Options{Now: func() time.Time { i++; return times[min(i-1, len(times)-1)] }})
 	var got []time.Time
 	for range 4 {
-		res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-			e.Kind, e.Agent, e.Note = ledger.KindUnblock, "a", "n"
+		res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+			e.Kind, e.Agent, e.Note = entry.KindUnblock, "a", "n"
 			return nil
 		}})
 		if err != nil {

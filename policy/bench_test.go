@@ -3,7 +3,7 @@ package policy_test
 import (
 	"testing"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/policy"
 )
 
@@ -23,7 +23,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(in.Payload)))
 		for b.Loop() {
-			e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+			e := &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 			if err := policy.Decide(in).Fill(e, in); err != nil {
 				b.Fatal(err)
 			}

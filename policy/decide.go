@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/reason"
@@ -30,7 +30,7 @@ type Input struct {
 	// PayloadSize and PayloadSHA256 describe every submitted byte, kept or
 	// not.
 	PayloadSize   int64
-	PayloadSHA256 ledger.Hash
+	PayloadSHA256 entry.Hash
 	// Registry and Lock are the manifest and lock in force. A nil Registry
 	// knows no agent; a nil Lock locks no agent.
 	Registry *manifest.Registry

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
@@ -165,10 +165,10 @@ func TestDecide(t *testing.T) {
 			msgs: []string{"already accepted at seq 12"}},
 		{name: "id conflict", payload: governed(t),
 			edit: func(in *policy.Input) {
-				state(in).accepted = map[string]accepted{handoffID: {seq: 12, payload: ledger.Sum256([]byte("other"))}}
+				state(in).accepted = map[string]accepted{handoffID: {seq: 12, payload: entry.Sum256([]byte("other"))}}
 			},
 			want: []reason.Code{reason.IDConflict},
-			msgs: []string{"seq 12", ledger.Sum256([]byte("other")).String()}},
+			msgs: []string{"seq 12", entry.Sum256([]byte("other")).String()}},
 		{name: "other id accepted", payload: governed(t),
 			edit: func(in *policy.Input) {
 				state(in).accepted = map[string]accepted{"6ba7b810-9dad-41d1-80b4-00c04fd430c8": {seq: 12, payload: in.PayloadSHA256}}
@@ -283,9 +283,9 @@ func checkDecision(t *testing.T, d *policy.Decision, tc decideCase) {
 func checkFill(t *testing.T, d *policy.Decision, in policy.Input) {
 	t.Helper()
 	if in.State == nil {
-		in.State = &fakeState{manifest: ledger.Sum256(in.Registry.Snapshot), lock: ledger.Sum256([]byte("lock"))}
+		in.State = &fakeState{manifest: entry.Sum256(in.Registry.Snapshot), lock: entry.Sum256([]byte("lock"))}
 	}
-	e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+	e := &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 	if err := d.Fill(e, in); err != nil {
 		t.Fatalf("Fill: %v", err)
 	}
@@ -296,7 +296,7 @@ func checkFill(t *testing.T, d *policy.Decision, in policy.Input) {
 	if err != nil {
 		t.Fatalf("Canonical after Fill: %v", err)
 	}
-	back, err := ledger.DecodeEntry(c)
+	back, err := entry.Decode(c)
 	if err != nil {
 		t.Fatalf("DecodeEntry(Canonical()) = %v", err)
 	}

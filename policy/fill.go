@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -30,7 +30,7 @@ import (
 // size is negative; ErrDecisionMismatch when d.Decision is not
 // reason.Decide(d.Reasons); and ErrInputs when in.Inputs cannot be
 // marshaled. On error e is unchanged.
-func (d *Decision) Fill(e *ledger.Entry, in Input) error {
+func (d *Decision) Fill(e *entry.Entry, in Input) error {
 	if d == nil || e == nil {
 		return fmt.Errorf("%w: nil decision or entry", ErrDecisionMismatch)
 	}
@@ -44,7 +44,7 @@ func (d *Decision) Fill(e *ledger.Entry, in Input) error {
 		if int64(len(in.Payload)) != in.PayloadSize {
 			return fmt.Errorf("%w: %d bytes kept, size says %d", ErrPayloadMismatch, len(in.Payload), in.PayloadSize)
 		}
-		if h := ledger.Sum256(in.Payload); h != in.PayloadSHA256 {
+		if h := entry.Sum256(in.Payload); h != in.PayloadSHA256 {
 			return fmt.Errorf("%w: bytes hash to %s, PayloadSHA256 says %s", ErrPayloadMismatch, h, in.PayloadSHA256)
 		}
 	}
@@ -56,7 +56,7 @@ func (d *Decision) Fill(e *ledger.Entry, in Input) error {
 		return ErrNoPolicy
 	}
 	if in.Registry != nil && len(in.Registry.Snapshot) > 0 {
-		if h := ledger.Sum256(in.Registry.Snapshot); h != man {
+		if h := entry.Sum256(in.Registry.Snapshot); h != man {
 			return fmt.Errorf("%w: registry snapshot %s, manifest in force %s", ErrPolicyMismatch, h, man)
 		}
 	}
@@ -73,10 +73,10 @@ func (d *Decision) Fill(e *ledger.Entry, in Input) error {
 	}
 	size, sum := in.PayloadSize, in.PayloadSHA256
 
-	e.Kind = ledger.KindHandoff
+	e.Kind = entry.KindHandoff
 	e.Decision = d.Decision
 	e.Reasons = &rs
-	e.Format, e.HandoffID, e.Source, e.Target, e.WorkflowID = ledger.Null(), ledger.Null(), ledger.Null(), ledger.Null(), ledger.Null()
+	e.Format, e.HandoffID, e.Source, e.Target, e.WorkflowID = entry.Null(), entry.Null(), entry.Null(), entry.Null(), entry.Null()
 	if r := d.Record; r != nil {
 		e.Format = str(string(r.Format))
 		e.HandoffID = str(r.HandoffID)
@@ -93,12 +93,12 @@ func (d *Decision) Fill(e *ledger.Entry, in Input) error {
 	return nil
 }
 
-// str is ledger.StrOrNull, except that a value that is not valid UTF-8 is
+// str is entry.StrOrNull, except that a value that is not valid UTF-8 is
 // null: every string in an entry is valid UTF-8 (the value stays in the
 // payload).
-func str(s string) ledger.NullString {
+func str(s string) entry.NullString {
 	if !utf8.ValidString(s) {
-		return ledger.Null()
+		return entry.Null()
 	}
-	return ledger.StrOrNull(s)
+	return entry.StrOrNull(s)
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 )
@@ -19,7 +19,7 @@ func TestFillErrors(t *testing.T) {
 		{"nil state", func(in *policy.Input, d *policy.Decision) { in.State = nil }, policy.ErrNoPolicy},
 		{"nothing in force", func(in *policy.Input, d *policy.Decision) { in.State.(*fakeState).noPolicy = true }, policy.ErrNoPolicy},
 		{"other manifest in force", func(in *policy.Input, d *policy.Decision) {
-			in.State.(*fakeState).manifest = ledger.Sum256([]byte("other manifest"))
+			in.State.(*fakeState).manifest = entry.Sum256([]byte("other manifest"))
 		}, policy.ErrPolicyMismatch},
 		{"size differs", func(in *policy.Input, d *policy.Decision) { in.PayloadSize++ }, policy.ErrPayloadMismatch},
 		{"negative size", func(in *policy.Input, d *policy.Decision) { in.Payload, in.PayloadSize = nil, -1 }, policy.ErrPayloadMismatch},
@@ -35,7 +35,7 @@ func TestFillErrors(t *testing.T) {
 				t.Fatalf("base case %v", d.Reasons)
 			}
 			tc.edit(&in, d)
-			e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+			e := &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 			if err := d.Fill(e, in); !errors.Is(err, tc.want) {
 				t.Fatalf("Fill = %v, want %v", err, tc.want)
 			}
@@ -53,15 +53,15 @@ func TestFillNulls(t *testing.T) {
 	d := &policy.Decision{Decision: reason.Accepted, Reasons: nil, Record: &handoff.Record{
 		Format: handoff.Skill, HandoffID: "", Source: handoff.AgentRef{ID: "ok"}, Target: handoff.AgentRef{ID: "bad\xff"}, WorkflowID: "w\xc0",
 	}}
-	e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+	e := &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 	if err := d.Fill(e, in); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Canonical(); err != nil {
 		t.Fatalf("Canonical = %v", err)
 	}
-	if e.Format != ledger.Str("skill/1") || e.Source != ledger.Str("ok") || e.HandoffID != ledger.Null() ||
-		e.Target != ledger.Null() || e.WorkflowID != ledger.Null() {
+	if e.Format != entry.Str("skill/1") || e.Source != entry.Str("ok") || e.HandoffID != entry.Null() ||
+		e.Target != entry.Null() || e.WorkflowID != entry.Null() {
 		t.Errorf("fields = %v %v %v %v %v", e.Format, e.HandoffID, e.Source, e.Target, e.WorkflowID)
 	}
 	if e.Reasons == nil || *e.Reasons == nil || len(*e.Reasons) != 0 {
@@ -72,11 +72,11 @@ func TestFillNulls(t *testing.T) {
 	in.PayloadSize = 5 << 20
 	in.Inputs.Params.MaxPayload = 1 << 20
 	d = policy.Decide(in)
-	e = &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+	e = &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 	if err := d.Fill(e, in); err != nil {
 		t.Fatal(err)
 	}
-	if e.Format != ledger.Null() || e.Source != ledger.Null() || *e.PayloadSize != 5<<20 || e.Decision != reason.Rejected {
+	if e.Format != entry.Null() || e.Source != entry.Null() || *e.PayloadSize != 5<<20 || e.Decision != reason.Rejected {
 		t.Errorf("too large: %+v", e)
 	}
 	if err := e.Validate(); err != nil {

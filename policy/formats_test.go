@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -21,7 +21,7 @@ func skillsRegistry() (*manifest.Registry, *lockfile.Lock) {
 	}}
 	l := &lockfile.Lock{Version: 1, Agents: map[string]lockfile.Entry{}}
 	for _, a := range r.Agents {
-		l.Agents[a.ID] = lockfile.Entry{AgentVersion: a.Version, PromptPath: a.PromptPath, PromptHash: lockfile.FormatDigest(ledger.Sum256([]byte(a.ID)))}
+		l.Agents[a.ID] = lockfile.Entry{AgentVersion: a.Version, PromptPath: a.PromptPath, PromptHash: lockfile.FormatDigest(entry.Sum256([]byte(a.ID)))}
 	}
 	return r, l
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/policy"
 )
 
@@ -38,11 +38,11 @@ func FuzzDecide(f *testing.F) {
 			p.From, p.To = "domain-01-research", "domain-02-analysis"
 		}
 		in := policy.Input{
-			Payload: data, PayloadSize: int64(len(data)), PayloadSHA256: ledger.Sum256(data),
+			Payload: data, PayloadSize: int64(len(data)), PayloadSHA256: entry.Sum256(data),
 			Registry: reg, Lock: exampleLock(), Now: now,
 			State: &fakeState{
-				manifest: ledger.Sum256(reg.Snapshot), lock: ledger.Sum256([]byte("lock")),
-				accepted: map[string]accepted{handoffID: {seq: 3, payload: ledger.Sum256(nil)}},
+				manifest: entry.Sum256(reg.Snapshot), lock: entry.Sum256([]byte("lock")),
+				accepted: map[string]accepted{handoffID: {seq: 3, payload: entry.Sum256(nil)}},
 				blocked:  map[string]uint64{"domain-03-technical": 4},
 			},
 			Inputs: policy.Inputs{Params: p},
@@ -51,7 +51,7 @@ func FuzzDecide(f *testing.F) {
 		if again := policy.Decide(in); !reflect.DeepEqual(d, again) {
 			t.Fatalf("Decide is not deterministic:\n%+v\n%+v", d, again)
 		}
-		e := &ledger.Entry{V: ledger.Version, Seq: 1, Time: ledger.Time{Time: now}}
+		e := &entry.Entry{V: entry.Version, Seq: 1, Time: entry.Time{Time: now}}
 		if err := d.Fill(e, in); err != nil {
 			t.Fatalf("Fill: %v", err)
 		}
@@ -59,7 +59,7 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Canonical: %v", err)
 		}
-		back, err := ledger.DecodeEntry(c)
+		back, err := entry.Decode(c)
 		if err != nil {
 			t.Fatalf("DecodeEntry: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
@@ -140,17 +141,17 @@ func governed(t testing.TB, edits ...any) []byte {
 type fakeState struct {
 	accepted map[string]accepted
 	blocked  map[string]uint64
-	manifest ledger.Hash
-	lock     ledger.Hash
+	manifest entry.Hash
+	lock     entry.Hash
 	noPolicy bool
 }
 
 type accepted struct {
 	seq     uint64
-	payload ledger.Hash
+	payload entry.Hash
 }
 
-func (s *fakeState) Accepted(id string) (uint64, ledger.Hash, bool) {
+func (s *fakeState) Accepted(id string) (uint64, entry.Hash, bool) {
 	a, ok := s.accepted[id]
 	return a.seq, a.payload, ok
 }
@@ -160,7 +161,7 @@ func (s *fakeState) Blocked(agent string) (uint64, bool) {
 	return seq, ok
 }
 
-func (s *fakeState) InForce() (ledger.Hash, ledger.Hash, bool) {
+func (s *fakeState) InForce() (entry.Hash, entry.Hash, bool) {
 	return s.manifest, s.lock, !s.noPolicy
 }
 
@@ -174,11 +175,11 @@ func input(t testing.TB, payload []byte) policy.Input {
 	return policy.Input{
 		Payload:       payload,
 		PayloadSize:   int64(len(payload)),
-		PayloadSHA256: ledger.Sum256(payload),
+		PayloadSHA256: entry.Sum256(payload),
 		Registry:      reg,
 		Lock:          exampleLock(),
 		Now:           now,
-		State:         &fakeState{manifest: ledger.Sum256(reg.Snapshot), lock: ledger.Sum256([]byte("lock"))},
+		State:         &fakeState{manifest: entry.Sum256(reg.Snapshot), lock: entry.Sum256([]byte("lock"))},
 		Inputs:        policy.Inputs{Params: policy.Params{MaxAge: int64(24 * time.Hour), MaxPayload: 1 << 20}},
 	}
 }

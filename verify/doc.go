@@ -17,7 +17,7 @@
 // # What Replay checks
 //
 // For every entry, cheapest first: the seq follows the previous one with no
-// gap; the bytes are a valid, canonical entry (ledger.DecodeEntry); "prev"
+// gap; the bytes are a valid, canonical entry (entry.Decode); "prev"
 // is the hash recomputed from the previous stored bytes (never a stored
 // hash); time does not go backwards (a warning); the payload and snapshot
 // bytes re-hash to the SHA-256 and size the entry names; a handoff names

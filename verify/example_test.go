@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/verify"
 )
 
@@ -15,18 +15,18 @@ import (
 // operator's unblock, chained by their hashes.
 func exampleExport() string {
 	lock := []byte(`{"agents":{},"lock_version":1}`)
-	sum, size := ledger.Sum256(lock), int64(len(lock))
+	sum, size := entry.Sum256(lock), int64(len(lock))
 	t0 := time.Date(2026, 2, 11, 9, 0, 0, 0, time.UTC)
-	entries := []*ledger.Entry{
-		{V: 1, Seq: 1, Time: ledger.Time{Time: t0}, Kind: ledger.KindSnapshot, What: ledger.SnapshotLock, ContentSHA256: &sum, Size: &size},
-		{V: 1, Seq: 2, Time: ledger.Time{Time: t0.Add(time.Second)}, Kind: ledger.KindUnblock, Agent: "domain-05-product", Note: "prompt reviewed"},
+	entries := []*entry.Entry{
+		{V: 1, Seq: 1, Time: entry.Time{Time: t0}, Kind: entry.KindSnapshot, What: entry.SnapshotLock, ContentSHA256: &sum, Size: &size},
+		{V: 1, Seq: 2, Time: entry.Time{Time: t0.Add(time.Second)}, Kind: entry.KindUnblock, Agent: "domain-05-product", Note: "prompt reviewed"},
 	}
 	var b strings.Builder
-	var prev ledger.Hash
+	var prev entry.Hash
 	for i, e := range entries {
 		e.Prev = prev
 		raw, _ := e.Canonical()
-		prev = ledger.LeafHash(raw)
+		prev = entry.LeafHash(raw)
 		fmt.Fprintf(&b, `{"entry":%s,"hash":"%s"`, raw, prev)
 		if i == 0 {
 			fmt.Fprintf(&b, `,"payload_b64":"%s"`, base64.StdEncoding.EncodeToString(lock))

@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/ledger"
 )
@@ -36,7 +37,7 @@ const MaxExportLine = 24 << 20
 // members and trailing data make the line invalid.
 type ExportLine struct {
 	Entry      jsontext.Value `json:"entry"`
-	Hash       ledger.Hash    `json:"hash"`
+	Hash       entry.Hash     `json:"hash"`
 	PayloadB64 *string        `json:"payload_b64,omitzero"`
 }
 
@@ -57,7 +58,7 @@ type exportSource struct {
 	emit func(Finding) // set by Replay
 
 	// the line being delivered
-	blobSum ledger.Hash
+	blobSum entry.Hash
 	blob    []byte
 	hasBlob bool
 }
@@ -72,7 +73,7 @@ type claims struct {
 
 func (s *exportSource) setEmit(f func(Finding)) { s.emit = f }
 
-func (s *exportSource) Blob(sum ledger.Hash) ([]byte, error) {
+func (s *exportSource) Blob(sum entry.Hash) ([]byte, error) {
 	if s.hasBlob && sum == s.blobSum {
 		return bytes.Clone(s.blob), nil
 	}
@@ -180,7 +181,7 @@ func (s *exportSource) line(line []byte, lineNo int, lastSeq *uint64, fn func(ui
 	if l.Hash == nil {
 		return fail(seq, "hash: missing")
 	}
-	given, err := ledger.ParseHash(*l.Hash)
+	given, err := entry.ParseHash(*l.Hash)
 	if err != nil {
 		return fail(seq, fmt.Sprintf("hash: %v", err))
 	}
@@ -194,7 +195,7 @@ func (s *exportSource) line(line []byte, lineNo int, lastSeq *uint64, fn func(ui
 		if named == "" {
 			named = c.ContentSHA256
 		}
-		sum, err := ledger.ParseHash(named)
+		sum, err := entry.ParseHash(named)
 		if err != nil {
 			return fail(seq, "payload_b64 on an entry that names no payload or content")
 		}
@@ -204,7 +205,7 @@ func (s *exportSource) line(line []byte, lineNo int, lastSeq *uint64, fn func(ui
 	if err != nil {
 		stored = l.Entry // not canonicalizable: Replay reports it as malformed
 	}
-	if h := ledger.LeafHash(stored); h != given {
+	if h := entry.LeafHash(stored); h != given {
 		if s.emit == nil {
 			return &LineError{Line: lineNo, Seq: seq, Msg: "hash differs from the entry's recomputed hash", Err: ErrExportLine}
 		}
@@ -229,12 +230,12 @@ func WriteExport(ctx context.Context, w io.Writer, src Source) error {
 		}
 		var c claims
 		_ = json.Unmarshal(raw, &c, json.RejectUnknownMembers(false))
-		line := ExportLine{Entry: jsontext.Value(raw), Hash: ledger.LeafHash(raw)}
+		line := ExportLine{Entry: jsontext.Value(raw), Hash: entry.LeafHash(raw)}
 		named := c.PayloadSHA256
 		if named == "" {
 			named = c.ContentSHA256
 		}
-		if sum, err := ledger.ParseHash(named); err == nil {
+		if sum, err := entry.ParseHash(named); err == nil {
 			b, err := src.Blob(sum)
 			switch {
 			case err == nil:

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/verify"
 )
 
@@ -57,7 +57,7 @@ func TestExportFindings(t *testing.T) {
 		l[i] = strings.Replace(l[i], old, new, 1)
 		return strings.Join(l, "\n") + "\n"
 	}
-	h4 := ledger.LeafHash(c.src.raws[3]).String()
+	h4 := entry.LeafHash(c.src.raws[3]).String()
 	tests := []struct {
 		name, export, kinds string
 	}{

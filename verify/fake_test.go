@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -15,8 +16,8 @@ import (
 type fakeSource struct {
 	keys    []uint64
 	raws    [][]byte
-	blobs   map[ledger.Hash][]byte
-	redact  map[ledger.Hash]bool
+	blobs   map[entry.Hash][]byte
+	redact  map[entry.Hash]bool
 	failAt  int   // deliver this many entries, then return failErr (when failErr != nil)
 	failErr error // returned by Entries
 	blobErr error // returned by Blob for every blob, when set
@@ -40,7 +41,7 @@ func (f *fakeSource) Entries(ctx context.Context, fn func(uint64, []byte) error)
 	return nil
 }
 
-func (f *fakeSource) Blob(sum ledger.Hash) ([]byte, error) {
+func (f *fakeSource) Blob(sum entry.Hash) ([]byte, error) {
 	if f.blobErr != nil {
 		return nil, f.blobErr
 	}
@@ -58,24 +59,24 @@ func (f *fakeSource) Blob(sum ledger.Hash) ([]byte, error) {
 type chain struct {
 	t    testing.TB
 	src  *fakeSource
-	head ledger.Hash
+	head entry.Hash
 	now  time.Time
 }
 
 func newChain(t testing.TB) *chain {
-	return &chain{t: t, src: &fakeSource{blobs: map[ledger.Hash][]byte{}, redact: map[ledger.Hash]bool{}},
+	return &chain{t: t, src: &fakeSource{blobs: map[entry.Hash][]byte{}, redact: map[entry.Hash]bool{}},
 		now: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)}
 }
 
 // add fills v, seq, prev and time, stores the entry and blob, and returns
 // the entry's canonical bytes.
-func (c *chain) add(e *ledger.Entry, blob []byte) []byte {
+func (c *chain) add(e *entry.Entry, blob []byte) []byte {
 	c.t.Helper()
 	seq := uint64(len(c.src.raws)) + 1
-	e.V, e.Seq, e.Prev = ledger.Version, seq, c.head
+	e.V, e.Seq, e.Prev = entry.Version, seq, c.head
 	if e.Time.IsZero() {
 		c.now = c.now.Add(time.Second)
-		e.Time = ledger.Time{Time: c.now}
+		e.Time = entry.Time{Time: c.now}
 	}
 	raw, err := e.Canonical()
 	if err != nil {
@@ -84,18 +85,18 @@ func (c *chain) add(e *ledger.Entry, blob []byte) []byte {
 	c.src.keys = append(c.src.keys, seq)
 	c.src.raws = append(c.src.raws, raw)
 	if blob != nil {
-		c.src.blobs[ledger.Sum256(blob)] = blob
+		c.src.blobs[entry.Sum256(blob)] = blob
 	}
-	c.head = ledger.LeafHash(raw)
+	c.head = entry.LeafHash(raw)
 	return raw
 }
 
-func hashPtr(h ledger.Hash) *ledger.Hash { return &h }
-func int64Ptr(n int64) *int64            { return &n }
+func hashPtr(h entry.Hash) *entry.Hash { return &h }
+func int64Ptr(n int64) *int64          { return &n }
 
 func (c *chain) snapshot(what string, content []byte) {
-	c.add(&ledger.Entry{Kind: ledger.KindSnapshot, What: what,
-		ContentSHA256: hashPtr(ledger.Sum256(content)), Size: int64Ptr(int64(len(content)))}, content)
+	c.add(&entry.Entry{Kind: entry.KindSnapshot, What: what,
+		ContentSHA256: hashPtr(entry.Sum256(content)), Size: int64Ptr(int64(len(content)))}, content)
 }
 
 // handoff adds a handoff entry with the given reasons, naming the last
@@ -104,8 +105,8 @@ func (c *chain) handoff(id string, payload []byte, manifest, lock []byte, rs []r
 	if rs == nil {
 		rs = []reason.Reason{}
 	}
-	c.add(&ledger.Entry{Kind: ledger.KindHandoff, Format: ledger.Str("governed/1"), Decision: reason.Decide(rs), Reasons: &rs,
-		HandoffID: ledger.Str(id), Source: ledger.Str("a"), Target: ledger.Str("b"), WorkflowID: ledger.Null(),
-		PayloadSHA256: hashPtr(ledger.Sum256(payload)), PayloadSize: int64Ptr(int64(len(payload))),
-		ManifestSHA256: hashPtr(ledger.Sum256(manifest)), LockSHA256: hashPtr(ledger.Sum256(lock)), Blocks: blocks}, payload)
+	c.add(&entry.Entry{Kind: entry.KindHandoff, Format: entry.Str("governed/1"), Decision: reason.Decide(rs), Reasons: &rs,
+		HandoffID: entry.Str(id), Source: entry.Str("a"), Target: entry.Str("b"), WorkflowID: entry.Null(),
+		PayloadSHA256: hashPtr(entry.Sum256(payload)), PayloadSize: int64Ptr(int64(len(payload))),
+		ManifestSHA256: hashPtr(entry.Sum256(manifest)), LockSHA256: hashPtr(entry.Sum256(lock)), Blocks: blocks}, payload)
 }

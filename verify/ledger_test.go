@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
@@ -79,7 +80,7 @@ type fixture struct {
 	path     string
 	head     uint64
 	kinds    map[uint64]string // seq -> what the entry is ("accepted", "HASH_MISMATCH", ...)
-	blobSeqs map[ledger.Hash][]uint64
+	blobSeqs map[entry.Hash][]uint64
 }
 
 // recorder records governed decisions exactly as the CLI does: Decide with
@@ -95,16 +96,16 @@ type recorder struct {
 
 func (r *recorder) record(payload []byte, keep bool) *ledger.Appended {
 	r.t.Helper()
-	size, sum := int64(len(payload)), ledger.Sum256(payload)
+	size, sum := int64(len(payload)), entry.Sum256(payload)
 	req := &ledger.Request{Snapshots: []ledger.Snapshot{
-		{What: ledger.SnapshotManifest, Bytes: r.reg.Snapshot},
-		{What: ledger.SnapshotLock, Bytes: r.lockBytes},
+		{What: entry.SnapshotManifest, Bytes: r.reg.Snapshot},
+		{What: entry.SnapshotLock, Bytes: r.lockBytes},
 	}}
 	var kept []byte
 	if keep {
 		kept, req.Payload = payload, payload
 	}
-	req.Build = func(st ledger.State, e *ledger.Entry) error {
+	req.Build = func(st ledger.State, e *entry.Entry) error {
 		in := policy.Input{Payload: kept, PayloadSize: size, PayloadSHA256: sum, Registry: r.reg, Lock: r.lock,
 			Now: e.Time.Time, State: st, Inputs: policy.Inputs{Params: r.params}}
 		return policy.Decide(in).Fill(e, in)
@@ -202,7 +203,7 @@ func buildLedger(t testing.TB) *fixture {
 	return f
 }
 
-func codes(e *ledger.Entry) string {
+func codes(e *entry.Entry) string {
 	var s []string
 	for _, r := range *e.Reasons {
 		s = append(s, string(r.Code))

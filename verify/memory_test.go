@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/verify"
 )
@@ -17,14 +18,14 @@ import (
 type genSource struct {
 	n       uint64
 	payload []byte
-	sum     ledger.Hash
+	sum     entry.Hash
 }
 
 var genSnapshot = []byte("snapshot")
 
 func (g *genSource) Entries(ctx context.Context, fn func(uint64, []byte) error) error {
-	var prev ledger.Hash
-	snap := ledger.Sum256(genSnapshot)
+	var prev entry.Hash
+	snap := entry.Sum256(genSnapshot)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var raw []byte
 	for seq := uint64(1); seq <= g.n; seq++ {
@@ -39,11 +40,11 @@ func (g *genSource) Entries(ctx context.Context, fn func(uint64, []byte) error) 
 				snap, prev, seq, len(genSnapshot), ts, what)
 		} else {
 			g.payload = fmt.Appendf(g.payload[:0], `{"n":%d}`, seq)
-			g.sum = ledger.Sum256(g.payload)
+			g.sum = entry.Sum256(g.payload)
 			raw = fmt.Appendf(raw, `{"decision":"accepted","format":"governed/1","handoff_id":"00000000-0000-4000-8000-%012d","kind":"handoff","lock_sha256":"%s","manifest_sha256":"%s","payload_sha256":"%s","payload_size":%d,"prev":"%s","reasons":[],"seq":%d,"source":"a","target":"b","time":"%s","v":1,"workflow_id":null}`,
 				seq, snap, snap, g.sum, len(g.payload), prev, seq, ts)
 		}
-		prev = ledger.LeafHash(raw)
+		prev = entry.LeafHash(raw)
 		if err := fn(seq, raw); err != nil {
 			return err
 		}
@@ -51,11 +52,11 @@ func (g *genSource) Entries(ctx context.Context, fn func(uint64, []byte) error) 
 	return nil
 }
 
-func (g *genSource) Blob(sum ledger.Hash) ([]byte, error) {
+func (g *genSource) Blob(sum entry.Hash) ([]byte, error) {
 	switch sum {
 	case g.sum:
 		return g.payload, nil
-	case ledger.Sum256(genSnapshot):
+	case entry.Sum256(genSnapshot):
 		return genSnapshot, nil
 	}
 	return nil, ledger.ErrNotFound

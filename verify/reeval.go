@@ -3,7 +3,7 @@ package verify
 import (
 	"fmt"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -12,16 +12,16 @@ import (
 // snapshots caches parsed snapshot bytes by content hash. A ledger holds
 // few snapshots (one per change of the manifest or lock), so all stay.
 type snapshots struct {
-	registries map[ledger.Hash]*manifest.Registry
-	locks      map[ledger.Hash]*lockfile.Lock
+	registries map[entry.Hash]*manifest.Registry
+	locks      map[entry.Hash]*lockfile.Lock
 }
 
 func newSnapshots() *snapshots {
-	return &snapshots{registries: map[ledger.Hash]*manifest.Registry{}, locks: map[ledger.Hash]*lockfile.Lock{}}
+	return &snapshots{registries: map[entry.Hash]*manifest.Registry{}, locks: map[entry.Hash]*lockfile.Lock{}}
 }
 
-func (s *snapshots) parse(what string, sum ledger.Hash, b []byte) error {
-	if what == ledger.SnapshotLock {
+func (s *snapshots) parse(what string, sum entry.Hash, b []byte) error {
+	if what == entry.SnapshotLock {
 		if _, ok := s.locks[sum]; ok {
 			return nil
 		}
@@ -46,7 +46,7 @@ func (s *snapshots) parse(what string, sum ledger.Hash, b []byte) error {
 // reevaluate takes e's decision again and reports differences. It returns
 // false when it could not (a snapshot in force is unavailable, or the
 // inputs do not parse).
-func (r *replayer) reevaluate(seq uint64, e *ledger.Entry, payload []byte) bool {
+func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte) bool {
 	reg, ok1 := r.snap.registries[*e.ManifestSHA256]
 	lock, ok2 := r.snap.locks[*e.LockSHA256]
 	if !ok1 || !ok2 {
@@ -93,14 +93,14 @@ func (r *replayer) reevaluate(seq uint64, e *ledger.Entry, payload []byte) bool 
 	}
 	// The rest of the entry is a function of the same inputs: Fill it
 	// again and compare what the document gave.
-	var re ledger.Entry
+	var re entry.Entry
 	if err := d.Fill(&re, in2); err != nil {
 		r.add(Finding{Seq: seq, Kind: KindDecision, Message: fmt.Sprintf("the decision cannot be recorded again: %v", err)})
 		return true
 	}
 	for _, c := range []struct {
 		name      string
-		want, got ledger.NullString
+		want, got entry.NullString
 	}{
 		{"format", re.Format, e.Format},
 		{"handoff_id", re.HandoffID, e.HandoffID},
@@ -116,7 +116,7 @@ func (r *replayer) reevaluate(seq uint64, e *ledger.Entry, payload []byte) bool 
 	return true
 }
 
-func nullText(n ledger.NullString) string {
+func nullText(n entry.NullString) string {
 	if !n.Valid {
 		return "null"
 	}

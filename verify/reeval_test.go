@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
@@ -24,15 +25,15 @@ func fakeFromLedger(t *testing.T, path string) *fakeSource {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	src := &fakeSource{blobs: map[ledger.Hash][]byte{}, redact: map[ledger.Hash]bool{}}
+	src := &fakeSource{blobs: map[entry.Hash][]byte{}, redact: map[entry.Hash]bool{}}
 	err = l.Scan(context.Background(), 0, func(seq uint64, raw []byte) error {
 		src.keys = append(src.keys, seq)
 		src.raws = append(src.raws, raw)
-		e, err := ledger.DecodeEntry(raw)
+		e, err := entry.Decode(raw)
 		if err != nil {
 			return err
 		}
-		for _, h := range []*ledger.Hash{e.PayloadSHA256, e.ContentSHA256} {
+		for _, h := range []*entry.Hash{e.PayloadSHA256, e.ContentSHA256} {
 			if h == nil {
 				continue
 			}
@@ -54,11 +55,11 @@ func fakeFromLedger(t *testing.T, path string) *fakeSource {
 
 // rewrite edits entry seq of src and recomputes every later prev: a
 // rewritten history whose chain is sound, so only re-evaluation can tell.
-func rewrite(t *testing.T, src *fakeSource, seq uint64, edit func(e *ledger.Entry)) {
+func rewrite(t *testing.T, src *fakeSource, seq uint64, edit func(e *entry.Entry)) {
 	t.Helper()
-	var prev ledger.Hash
+	var prev entry.Hash
 	for i, raw := range src.raws {
-		e, err := ledger.DecodeEntry(raw)
+		e, err := entry.Decode(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +73,7 @@ func rewrite(t *testing.T, src *fakeSource, seq uint64, edit func(e *ledger.Entr
 			}
 			src.raws[i] = raw
 		}
-		prev = ledger.LeafHash(raw)
+		prev = entry.LeafHash(raw)
 	}
 }
 
@@ -86,47 +87,47 @@ func TestReevaluate(t *testing.T) {
 	}{
 		{"valid", func(*testing.T, *fakeSource) {}, 0, ""},
 		{"decision-flipped-@3", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 3, func(e *ledger.Entry) {
+			rewrite(t, s, 3, func(e *entry.Entry) {
 				e.Decision, e.Reasons = reason.Rejected, &[]reason.Reason{{Code: reason.Stale, Severity: reason.Error, Message: "old"}}
 			})
 		}, 3, "3:decision 3:reasons 5:decision 5:reasons"},
 		{"reason-field-@4", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Field = "elsewhere" })
+			rewrite(t, s, 4, func(e *entry.Entry) { (*e.Reasons)[0].Field = "elsewhere" })
 		}, 4, "4:reasons"},
 		{"reason-message-@4", func(t *testing.T, s *fakeSource) {
 			// Only the wording differs, and the chain was re-hashed: reported
 			// as a warning (wording may change between versions); a
 			// checkpoint anchor is what catches a re-hashed rewrite.
-			rewrite(t, s, 4, func(e *ledger.Entry) { (*e.Reasons)[0].Message = "all good" })
+			rewrite(t, s, 4, func(e *entry.Entry) { (*e.Reasons)[0].Message = "all good" })
 		}, 0, "4:message"},
 		{"warning-added-@9", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 9, func(e *ledger.Entry) {
+			rewrite(t, s, 9, func(e *entry.Entry) {
 				*e.Reasons = append(*e.Reasons, reason.Reason{Code: reason.HandoffLoop, Severity: reason.Warning, Message: "loop"})
 			})
 		}, 9, "9:reasons"},
 		{"blocks-moved-@6", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 6, func(e *ledger.Entry) { e.Blocks = []string{"domain-02-analysis"} })
+			rewrite(t, s, 6, func(e *entry.Entry) { e.Blocks = []string{"domain-02-analysis"} })
 		}, 6, "6:blocks 7:reasons"},
 		{"unblock-dropped-@8", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 8, func(e *ledger.Entry) { e.Agent = "domain-01-research" })
+			rewrite(t, s, 8, func(e *entry.Entry) { e.Agent = "domain-01-research" })
 		}, 9, "9:decision 9:reasons"},
 		{"handoff-id-@12", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 12, func(e *ledger.Entry) { e.HandoffID = ledger.Str("00000000-0000-4000-8000-000000000099") })
+			rewrite(t, s, 12, func(e *entry.Entry) { e.HandoffID = entry.Str("00000000-0000-4000-8000-000000000099") })
 		}, 12, "12:decision"},
 		{"time-moved-@3", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 3, func(e *ledger.Entry) { e.Time.Time = e.Time.Add(-48 * 3600e9) })
+			rewrite(t, s, 3, func(e *entry.Entry) { e.Time.Time = e.Time.Add(-48 * 3600e9) })
 		}, 3, "3:time_backwards 3:decision 3:reasons"},
 		{"inputs-@9", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 9, func(e *ledger.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
+			rewrite(t, s, 9, func(e *entry.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
 		}, 9, "9:malformed"},
 		{"lock-not-in-force-@15", func(t *testing.T, s *fakeSource) {
-			rewrite(t, s, 15, func(e *ledger.Entry) { e.LockSHA256 = hashPtr(ledger.Sum256([]byte("other"))) })
+			rewrite(t, s, 15, func(e *entry.Entry) { e.LockSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
 		}, 15, "15:snapshot"},
 		{"snapshot-unparseable-@2", func(t *testing.T, s *fakeSource) {
 			junk := []byte(`{"lock_version":2}`)
-			s.blobs[ledger.Sum256(junk)] = junk
-			rewrite(t, s, 2, func(e *ledger.Entry) {
-				e.ContentSHA256, e.Size = hashPtr(ledger.Sum256(junk)), int64Ptr(int64(len(junk)))
+			s.blobs[entry.Sum256(junk)] = junk
+			rewrite(t, s, 2, func(e *entry.Entry) {
+				e.ContentSHA256, e.Size = hashPtr(entry.Sum256(junk)), int64Ptr(int64(len(junk)))
 			})
 		}, 2, "2:snapshot 3:snapshot 4:snapshot 5:snapshot 6:snapshot 7:snapshot 9:snapshot 10:snapshot 11:snapshot 12:snapshot"},
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -32,7 +33,7 @@ type Options struct {
 	// method value l.Head). It anchors the last entry: without it, a change
 	// to the last entry that leaves it valid cannot be told from the
 	// original.
-	Head func() (seq uint64, h ledger.Hash, err error)
+	Head func() (seq uint64, h entry.Hash, err error)
 }
 
 // Replay reads every entry of src in stored order, checks it (see the
@@ -78,9 +79,9 @@ type replayer struct {
 	state *state
 	snap  *snapshots
 
-	n        uint64      // entries read
-	lastSeq  uint64      // seq of the previous entry
-	prevHash ledger.Hash // recomputed hash of the previous entry's bytes
+	n        uint64     // entries read
+	lastSeq  uint64     // seq of the previous entry
+	prevHash entry.Hash // recomputed hash of the previous entry's bytes
 	lastTime time.Time
 	pending  *brokenLink
 
@@ -90,18 +91,18 @@ type replayer struct {
 
 // missingBlob is a blob an entry names that the source does not have.
 type missingBlob struct {
-	sum      ledger.Hash
+	sum      entry.Hash
 	redacted bool // the source says a redaction removed it (ledger.ErrRedacted)
 }
 
 // brokenLink is an entry whose prev does not match the hash of the entry
 // before it; the next entry decides whom to blame.
 type brokenLink struct {
-	seq       uint64      // the entry whose prev does not match
-	want      ledger.Hash // hash of the previous entry's bytes
-	got       ledger.Hash // its prev
-	blame     uint64      // the previous entry's seq
-	canBlame  bool        // there is a previous entry and no gap before this one
+	seq       uint64     // the entry whose prev does not match
+	want      entry.Hash // hash of the previous entry's bytes
+	got       entry.Hash // its prev
+	blame     uint64     // the previous entry's seq
+	canBlame  bool       // there is a previous entry and no gap before this one
 	gapBefore bool
 }
 
@@ -228,7 +229,7 @@ func (r *replayer) entry(seq uint64, raw []byte) error {
 func (r *replayer) judge(seq uint64, raw []byte) {
 	r.n++
 	r.rep.Entries = r.n
-	h := ledger.LeafHash(raw)
+	h := entry.LeafHash(raw)
 
 	gapBefore := seq != r.lastSeq+1
 	switch {
@@ -244,9 +245,9 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 			Message: fmt.Sprintf("seq %s missing: the next stored entry is seq %d", missing, seq)})
 	}
 
-	e, err := ledger.DecodeEntry(raw)
+	e, err := entry.Decode(raw)
 	switch {
-	case errors.Is(err, ledger.ErrNotCanonical):
+	case errors.Is(err, entry.ErrNotCanonical):
 		r.add(Finding{Seq: seq, Kind: KindNotCanonical, Got: h.String(), Message: "the stored bytes are not the canonical form of the entry they encode"})
 	case err != nil:
 		r.add(Finding{Seq: seq, Kind: KindMalformed, Got: h.String(), Message: err.Error()})
@@ -275,13 +276,13 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 	}
 	r.rep.Counts[e.Kind]++
 	switch e.Kind {
-	case ledger.KindSnapshot:
+	case entry.KindSnapshot:
 		r.snapshot(seq, e)
-	case ledger.KindHandoff:
+	case entry.KindHandoff:
 		r.handoff(seq, e)
-	case ledger.KindUnblock:
+	case entry.KindUnblock:
 		delete(r.state.blocked, e.Agent)
-	case ledger.KindRedaction:
+	case entry.KindRedaction:
 		if r.redaction == nil {
 			r.redaction = map[uint64]bool{}
 		}
@@ -345,7 +346,7 @@ func (r *replayer) head() error {
 // blob fetches the bytes named by sum for entry seq and checks them against
 // sum and size. It returns nil when they are unusable (missing: recorded
 // for the end of the replay; wrong: reported now as kind).
-func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []byte {
+func (r *replayer) blob(seq uint64, kind string, sum entry.Hash, size int64) []byte {
 	b, err := r.src.Blob(sum)
 	switch {
 	case err == nil:
@@ -363,7 +364,7 @@ func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []
 		r.add(Finding{Seq: seq, Kind: KindCorrupt, Message: fmt.Sprintf("reading the bytes %s: %v", sum, err)})
 		return nil
 	}
-	if got := ledger.Sum256(b); got != sum {
+	if got := entry.Sum256(b); got != sum {
 		r.add(Finding{Seq: seq, Kind: kind, Want: sum.String(), Got: got.String(), Message: "the stored bytes do not hash to the SHA-256 the entry names"})
 		return nil
 	}
@@ -383,7 +384,7 @@ func (r *replayer) blob(seq uint64, kind string, sum ledger.Hash, size int64) []
 // one: the damage may have destroyed the redaction entry (the finding says
 // so); otherwise on the entry naming the bytes.
 func (r *replayer) blobsMissing() {
-	gone := map[ledger.Hash]bool{}
+	gone := map[entry.Hash]bool{}
 	for seq := range r.redaction {
 		if m, ok := r.missing[seq]; ok {
 			gone[m.sum] = true
@@ -424,7 +425,7 @@ func (r *replayer) blobsMissing() {
 
 // snapshot judges a snapshot entry stored as seq (findings name the seq
 // it is stored under, which differs from e.Seq only in a damaged chain).
-func (r *replayer) snapshot(seq uint64, e *ledger.Entry) {
+func (r *replayer) snapshot(seq uint64, e *entry.Entry) {
 	sum := *e.ContentSHA256
 	b := r.blob(seq, KindSnapshot, sum, *e.Size)
 	if b != nil && !r.opts.SkipReevaluate {
@@ -432,7 +433,7 @@ func (r *replayer) snapshot(seq uint64, e *ledger.Entry) {
 			r.add(Finding{Seq: seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
 		}
 	}
-	if e.What == ledger.SnapshotLock {
+	if e.What == entry.SnapshotLock {
 		r.state.lock, r.state.hasLock = sum, true
 		clear(r.state.blocked) // a new lock in force lifts every block
 	} else {
@@ -440,7 +441,7 @@ func (r *replayer) snapshot(seq uint64, e *ledger.Entry) {
 	}
 }
 
-func (r *replayer) handoff(seq uint64, e *ledger.Entry) {
+func (r *replayer) handoff(seq uint64, e *entry.Entry) {
 	r.rep.Counts[e.Decision]++
 	st := r.state
 	inForce := true
@@ -474,7 +475,7 @@ func (r *replayer) handoff(seq uint64, e *ledger.Entry) {
 	}
 }
 
-func hashOrNone(h ledger.Hash, ok bool) string {
+func hashOrNone(h entry.Hash, ok bool) string {
 	if !ok {
 		return "none"
 	}

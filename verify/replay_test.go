@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
@@ -29,17 +30,17 @@ var (
 //	7 redaction of 3      8 snapshot lock v2  9 handoff h4 accepted
 func baseChain(t testing.TB) *chain {
 	c := newChain(t)
-	c.snapshot(ledger.SnapshotManifest, manifestV1)
-	c.snapshot(ledger.SnapshotLock, lockV1)
+	c.snapshot(entry.SnapshotManifest, manifestV1)
+	c.snapshot(entry.SnapshotLock, lockV1)
 	c.handoff("h1", []byte("payload one"), manifestV1, lockV1, nil, nil)
 	c.handoff("h2", []byte("payload two"), manifestV1, lockV1,
 		[]reason.Reason{{Code: reason.HashMismatch, Severity: reason.Critical, Field: "source_agent.prompt_hash", Message: "m"}}, []string{"a"})
-	c.add(&ledger.Entry{Kind: ledger.KindUnblock, Agent: "a", Note: "fixed"}, nil)
+	c.add(&entry.Entry{Kind: entry.KindUnblock, Agent: "a", Note: "fixed"}, nil)
 	c.handoff("h3", []byte("payload three"), manifestV1, lockV1, nil, nil)
-	c.add(&ledger.Entry{Kind: ledger.KindRedaction, RedactedSeq: 3, Note: "gdpr"}, nil)
-	delete(c.src.blobs, ledger.Sum256([]byte("payload one")))
-	c.src.redact[ledger.Sum256([]byte("payload one"))] = true
-	c.snapshot(ledger.SnapshotLock, lockV2)
+	c.add(&entry.Entry{Kind: entry.KindRedaction, RedactedSeq: 3, Note: "gdpr"}, nil)
+	delete(c.src.blobs, entry.Sum256([]byte("payload one")))
+	c.src.redact[entry.Sum256([]byte("payload one"))] = true
+	c.snapshot(entry.SnapshotLock, lockV2)
 	c.handoff("h4", []byte("payload four"), manifestV1, lockV2, nil, nil)
 	return c
 }
@@ -75,18 +76,18 @@ func TestReplayValid(t *testing.T) {
 
 func TestReplayEmpty(t *testing.T) {
 	rep, err := verify.Replay(t.Context(), &fakeSource{}, verify.Options{
-		Head: func() (uint64, ledger.Hash, error) { return 0, ledger.Hash{}, nil },
+		Head: func() (uint64, entry.Hash, error) { return 0, entry.Hash{}, nil },
 	})
-	if err != nil || !rep.OK() || rep.Entries != 0 || rep.Head != (ledger.Hash{}) {
+	if err != nil || !rep.OK() || rep.Entries != 0 || rep.Head != (entry.Hash{}) {
 		t.Fatalf("Replay(empty) = %+v, %v; want OK with 0 entries", rep, err)
 	}
 }
 
 // mutate edits one stored entry of a valid chain by re-encoding it with
 // fn applied (keeping it canonical and valid), without fixing any hash.
-func mutate(t *testing.T, c *chain, seq uint64, fn func(e *ledger.Entry)) {
+func mutate(t *testing.T, c *chain, seq uint64, fn func(e *entry.Entry)) {
 	t.Helper()
-	e, err := ledger.DecodeEntry(c.src.raws[seq-1])
+	e, err := entry.Decode(c.src.raws[seq-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,24 +123,24 @@ func TestReplayFindings(t *testing.T) {
 			c.src.keys[5] = 5
 		}, firstBad: 5, kinds: "5:gap 5:gap 6:gap"},
 		{name: "first-prev", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			mutate(t, c, 1, func(e *ledger.Entry) { e.Prev[0] = 1 })
+			mutate(t, c, 1, func(e *entry.Entry) { e.Prev[0] = 1 })
 		}, firstBad: 1, kinds: "1:prev 1:hash"},
 		{name: "edited-decision-middle", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			mutate(t, c, 6, func(e *ledger.Entry) { e.HandoffID = ledger.Str("h3x") })
+			mutate(t, c, 6, func(e *entry.Entry) { e.HandoffID = entry.Str("h3x") })
 		}, firstBad: 6, kinds: "6:hash"},
 		{name: "edited-prev-middle", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			mutate(t, c, 6, func(e *ledger.Entry) { e.Prev[31] ^= 1 })
+			mutate(t, c, 6, func(e *entry.Entry) { e.Prev[31] ^= 1 })
 		}, firstBad: 6, kinds: "6:prev 6:hash"},
 		{name: "edited-last-no-anchor", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			mutate(t, c, 9, func(e *ledger.Entry) { e.HandoffID = ledger.Str("h4x") })
+			mutate(t, c, 9, func(e *entry.Entry) { e.HandoffID = entry.Str("h4x") })
 		}, ok: true, redacted: "[3]"},
 		{name: "edited-last-with-head", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			h := c.head
-			mutate(t, c, 9, func(e *ledger.Entry) { e.HandoffID = ledger.Str("h4x") })
-			o.Head = func() (uint64, ledger.Hash, error) { return 9, h, nil }
+			mutate(t, c, 9, func(e *entry.Entry) { e.HandoffID = entry.Str("h4x") })
+			o.Head = func() (uint64, entry.Hash, error) { return 9, h, nil }
 		}, firstBad: 9, kinds: "9:hash"},
 		{name: "rewound-head", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			o.Head = func() (uint64, ledger.Hash, error) { return 8, ledger.LeafHash(c.src.raws[7]), nil }
+			o.Head = func() (uint64, entry.Hash, error) { return 8, entry.LeafHash(c.src.raws[7]), nil }
 		}, firstBad: 9, kinds: "9:meta_head"},
 		{name: "not-canonical", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.raws[2] = append([]byte(" "), c.src.raws[2]...)
@@ -151,28 +152,28 @@ func TestReplayFindings(t *testing.T) {
 			c.src.raws[4] = []byte("not json")
 		}, firstBad: 5, kinds: "5:malformed 5:hash"},
 		{name: "payload-edited", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			c.src.blobs[ledger.Sum256([]byte("payload three"))] = []byte("payload thref")
+			c.src.blobs[entry.Sum256([]byte("payload three"))] = []byte("payload thref")
 		}, firstBad: 6, kinds: "6:payload"},
 		{name: "payload-damaged-in-ledger", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.blobErr = fmt.Errorf("blob: %w", ledger.ErrCorrupt)
 		}, firstBad: 1, kinds: "1:snapshot 2:snapshot 3:payload 4:payload 6:payload 8:snapshot 9:payload", redacted: "[]"},
 		{name: "payload-missing", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			delete(c.src.blobs, ledger.Sum256([]byte("payload four")))
+			delete(c.src.blobs, entry.Sum256([]byte("payload four")))
 		}, firstBad: 9, kinds: "9:payload_missing"},
 		{name: "snapshot-edited", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			c.src.blobs[ledger.Sum256(lockV2)] = []byte("lock twp")
+			c.src.blobs[entry.Sum256(lockV2)] = []byte("lock twp")
 		}, firstBad: 8, kinds: "8:snapshot"},
 		{name: "redaction-without-entry", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			c.src.redact[ledger.Sum256([]byte("payload three"))] = true
+			c.src.redact[entry.Sum256([]byte("payload three"))] = true
 		}, firstBad: 6, kinds: "6:payload_missing"},
 		{name: "handoff-names-old-lock", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.keys, c.src.raws = c.src.keys[:8], c.src.raws[:8]
-			c.head = ledger.LeafHash(c.src.raws[7])
+			c.head = entry.LeafHash(c.src.raws[7])
 			c.handoff("h4", []byte("payload four"), manifestV1, lockV1, nil, nil)
 		}, firstBad: 9, kinds: "9:snapshot"},
 		{name: "time-backwards-warning", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.keys, c.src.raws = c.src.keys[:8], c.src.raws[:8]
-			c.head = ledger.LeafHash(c.src.raws[7])
+			c.head = entry.LeafHash(c.src.raws[7])
 			c.now = c.now.Add(-time.Hour)
 			c.handoff("h4", []byte("payload four"), manifestV1, lockV2, nil, nil)
 		}, kinds: "9:time_backwards", ok: true},
@@ -235,7 +236,7 @@ func TestReplaySourceErrors(t *testing.T) {
 	}
 
 	_, err = verify.Replay(t.Context(), baseChain(t).src, verify.Options{SkipReevaluate: true,
-		Head: func() (uint64, ledger.Hash, error) { return 0, ledger.Hash{}, errors.New("io") }})
+		Head: func() (uint64, entry.Hash, error) { return 0, entry.Hash{}, errors.New("io") }})
 	if !errors.Is(err, verify.ErrSource) {
 		t.Errorf("Replay(head fails) = %v, want ErrSource", err)
 	}
@@ -243,7 +244,7 @@ func TestReplaySourceErrors(t *testing.T) {
 
 type panicSource struct{ fakeSource }
 
-func (p *panicSource) Blob(ledger.Hash) ([]byte, error) { panic("boom") }
+func (p *panicSource) Blob(entry.Hash) ([]byte, error) { panic("boom") }
 
 func TestReplayNeverPanics(t *testing.T) {
 	c := baseChain(t)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 )
 
 // Finding kinds. They are stable: scripts and golden files match on them.
@@ -79,7 +79,7 @@ type Report struct {
 	LastSeq uint64 `json:"last_seq"`
 	// Head is the hash of the last entry's stored bytes, recomputed; the
 	// zero hash for an empty source.
-	Head ledger.Hash `json:"head"`
+	Head entry.Hash `json:"head"`
 	// FirstBad is the lowest seq with a finding that is not a warning; 0
 	// when there is none. Structural findings count only when the replay
 	// of the chain found nothing: indexes and tables are derived from the

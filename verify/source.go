@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -20,13 +21,13 @@ type Source interface {
 	// recorded. It returns an error wrapping ledger.ErrNotFound or
 	// ledger.ErrRedacted when the bytes are not there. Replay calls it only
 	// from inside fn, for the blobs the entry being processed names.
-	Blob(sum ledger.Hash) ([]byte, error)
+	Blob(sum entry.Hash) ([]byte, error)
 }
 
 // entryReader is implemented by sources that can read an entry again by
 // seq. Replay uses it to confirm a match of its compact handoff-ID table.
 type entryReader interface {
-	entry(seq uint64) (*ledger.Entry, error)
+	entry(seq uint64) (*entry.Entry, error)
 }
 
 // emitter is implemented by the package's sources, which find problems of
@@ -93,9 +94,9 @@ func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 	}
 }
 
-func (s *ledgerSource) Blob(sum ledger.Hash) ([]byte, error) { return s.l.Blob(sum) }
+func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) { return s.l.Blob(sum) }
 
-func (s *ledgerSource) entry(seq uint64) (*ledger.Entry, error) {
+func (s *ledgerSource) entry(seq uint64) (*entry.Entry, error) {
 	e, _, err := s.l.Get(seq)
 	return e, err
 }

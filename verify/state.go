@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 )
 
 // state is the ledger state the replay rebuilds from the entries, as of
@@ -27,17 +27,17 @@ type state struct {
 	overflow map[string]acceptedSeq // IDs whose seq does not fit in 40 bits
 	blocked  map[string]uint64      // agent -> seq of the entry that blocked it
 
-	manifest, lock       ledger.Hash
+	manifest, lock       entry.Hash
 	hasManifest, hasLock bool
 
 	reader       entryReader // may be nil
-	current      ledger.Hash // payload hash of the handoff being judged
+	current      entry.Hash  // payload hash of the handoff being judged
 	approximated bool        // Accepted returned a payload hash that is not the stored one
 }
 
 type acceptedSeq struct {
 	seq     uint64
-	payload ledger.Hash
+	payload entry.Hash
 }
 
 const maxPackedSeq = 1<<40 - 1
@@ -57,7 +57,7 @@ func (s *state) digest(b []byte) uint64 {
 }
 
 // accept records the first acceptance of id.
-func (s *state) accept(id string, seq uint64, payload ledger.Hash) {
+func (s *state) accept(id string, seq uint64, payload entry.Hash) {
 	if _, _, ok := s.lookup(id); ok {
 		return
 	}
@@ -88,19 +88,19 @@ func (s *state) lookup(id string) (seq, payload24 uint64, ok bool) {
 // hash of the handoff being judged when the keyed digests match, and a
 // different hash when they do not (what the REPLAY / ID_CONFLICT rule
 // compares; reason messages are not compared by the replay).
-func (s *state) Accepted(id string) (uint64, ledger.Hash, bool) {
+func (s *state) Accepted(id string) (uint64, entry.Hash, bool) {
 	if a, ok := s.overflow[id]; ok {
 		return a.seq, a.payload, true
 	}
 	seq, p24, ok := s.lookup(id)
 	if !ok {
-		return 0, ledger.Hash{}, false
+		return 0, entry.Hash{}, false
 	}
 	if s.reader != nil {
 		e, err := s.reader.entry(seq)
-		if err == nil && e.Kind == ledger.KindHandoff && e.HandoffID.Valid && e.PayloadSHA256 != nil {
+		if err == nil && e.Kind == entry.KindHandoff && e.HandoffID.Valid && e.PayloadSHA256 != nil {
 			if e.HandoffID.S != id {
-				return 0, ledger.Hash{}, false
+				return 0, entry.Hash{}, false
 			}
 			return seq, *e.PayloadSHA256, true
 		}
@@ -121,6 +121,6 @@ func (s *state) Blocked(agent string) (uint64, bool) {
 }
 
 // InForce implements policy.State.
-func (s *state) InForce() (manifest, lock ledger.Hash, ok bool) {
+func (s *state) InForce() (manifest, lock entry.Hash, ok bool) {
 	return s.manifest, s.lock, s.hasManifest && s.hasLock
 }

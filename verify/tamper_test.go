@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
@@ -40,15 +41,15 @@ func liveValues(t testing.TB, path string) []live {
 	base := db.Info().Data
 	at := func(v []byte) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base) }
 	var out []live
-	blobSeq := map[ledger.Hash]uint64{}
+	blobSeq := map[entry.Hash]uint64{}
 	err = db.View(func(tx *bolt.Tx) error {
 		err := tx.Bucket([]byte(ledgertest.BucketEntries)).ForEach(func(k, v []byte) error {
-			e, err := ledger.DecodeEntry(v)
+			e, err := entry.Decode(v)
 			if err != nil {
 				return err
 			}
 			out = append(out, live{name: fmt.Sprintf("entry %d", e.Seq), seq: e.Seq, off: at(v), n: len(v)})
-			for _, h := range []*ledger.Hash{e.PayloadSHA256, e.ContentSHA256} {
+			for _, h := range []*entry.Hash{e.PayloadSHA256, e.ContentSHA256} {
 				if h != nil && blobSeq[*h] == 0 {
 					blobSeq[*h] = e.Seq
 				}
@@ -59,7 +60,7 @@ func liveValues(t testing.TB, path string) []live {
 			return err
 		}
 		return tx.Bucket([]byte(ledgertest.BucketBlobs)).ForEach(func(k, v []byte) error {
-			seq := blobSeq[ledger.Hash(k)]
+			seq := blobSeq[entry.Hash(k)]
 			out = append(out, live{name: fmt.Sprintf("blob of seq %d", seq), seq: seq, off: at(v), n: len(v)})
 			return nil
 		})
@@ -195,7 +196,7 @@ func flippedReport(t *testing.T, path string, full bool) (*verify.Report, error)
 // closed copy of the file) and checks what verify reports.
 func TestTamperNamed(t *testing.T) {
 	f := buildLedger(t)
-	entryBytes := func(t *testing.T, path string, seq uint64) *ledger.Entry {
+	entryBytes := func(t *testing.T, path string, seq uint64) *entry.Entry {
 		l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
@@ -218,7 +219,7 @@ func TestTamperNamed(t *testing.T) {
 		{"deleted-last-entry-@19", func(t *testing.T, p string) error { return ledgertest.DeleteKey(p, ledgertest.BucketEntries, k(19)) }, 19, verify.KindMetaHead},
 		{"inserted-entry-@20", func(t *testing.T, p string) error {
 			e := entryBytes(t, p, 12)
-			e.Seq, e.Time = 20, ledger.Time{Time: e.Time.Add(time.Hour)}
+			e.Seq, e.Time = 20, entry.Time{Time: e.Time.Add(time.Hour)}
 			raw, err := e.Canonical()
 			if err != nil {
 				return err
@@ -265,12 +266,12 @@ func TestTamperNamed(t *testing.T) {
 		// A rewritten suffix that changes a decision is caught by
 		// re-evaluation (T12) even though every hash was recomputed.
 		{"rewritten-suffix-decision-@4", func(t *testing.T, p string) error {
-			return ledgertest.RewriteSuffix(p, 4, func(e *ledger.Entry) { e.Decision, e.Reasons = reason.Accepted, &[]reason.Reason{} })
+			return ledgertest.RewriteSuffix(p, 4, func(e *entry.Entry) { e.Decision, e.Reasons = reason.Accepted, &[]reason.Reason{} })
 		}, 4, verify.KindDecision},
 		// (c) Needs an anchor: not detectable by the chain alone.
 		{"truncated-tail-by-3 (needs a checkpoint)", func(t *testing.T, p string) error { return ledgertest.TruncateTail(p, 3) }, 0, ""},
 		{"rewritten-suffix-note-@8 (needs a checkpoint)", func(t *testing.T, p string) error {
-			return ledgertest.RewriteSuffix(p, 8, func(e *ledger.Entry) { e.Note = "nothing happened" })
+			return ledgertest.RewriteSuffix(p, 8, func(e *entry.Entry) { e.Note = "nothing happened" })
 		}, 0, ""},
 	}
 	var c tally

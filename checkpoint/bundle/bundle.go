@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/ledger"
 )
@@ -29,11 +30,11 @@ const MaxBundleSize = 4 << 20
 type Source interface {
 	checkpoint.TreeReader
 	// Get returns entry seq and its canonical bytes.
-	Get(seq uint64) (*ledger.Entry, []byte, error)
+	Get(seq uint64) (*entry.Entry, []byte, error)
 	// Blob returns the stored bytes whose SHA-256 is sum, or an error
 	// wrapping ledger.ErrRedacted (removed by a redaction) or
 	// ledger.ErrNotFound (never stored, e.g. too large).
-	Blob(sum ledger.Hash) ([]byte, error)
+	Blob(sum entry.Hash) ([]byte, error)
 	// ProveInclusion returns the audit path of entry seq (leaf seq-1) in the
 	// tree of size entries.
 	ProveInclusion(seq, size uint64) (tlog.RecordProof, error)
@@ -43,28 +44,28 @@ var _ Source = (*ledger.Ledger)(nil)
 
 // Inclusion is an inclusion bundle; see the package doc for its JSON.
 type Inclusion struct {
-	Schema         string        `json:"schema"`
-	Origin         string        `json:"origin"`
-	Seq            uint64        `json:"seq"`
-	LeafIndex      uint64        `json:"leaf_index"`
-	TreeSize       uint64        `json:"tree_size"`
-	Entry          string        `json:"entry"`
-	EntryHash      ledger.Hash   `json:"entry_hash"`
-	PayloadB64     *string       `json:"payload_b64,omitzero"`
-	Redacted       bool          `json:"redacted,omitzero"`
-	InclusionProof []ledger.Hash `json:"inclusion_proof"`
-	Checkpoint     string        `json:"checkpoint"`
+	Schema         string       `json:"schema"`
+	Origin         string       `json:"origin"`
+	Seq            uint64       `json:"seq"`
+	LeafIndex      uint64       `json:"leaf_index"`
+	TreeSize       uint64       `json:"tree_size"`
+	Entry          string       `json:"entry"`
+	EntryHash      entry.Hash   `json:"entry_hash"`
+	PayloadB64     *string      `json:"payload_b64,omitzero"`
+	Redacted       bool         `json:"redacted,omitzero"`
+	InclusionProof []entry.Hash `json:"inclusion_proof"`
+	Checkpoint     string       `json:"checkpoint"`
 }
 
 // Consistency is a consistency bundle; see the package doc for its JSON.
 type Consistency struct {
-	Schema           string        `json:"schema"`
-	Origin           string        `json:"origin"`
-	OldSize          uint64        `json:"old_size"`
-	NewSize          uint64        `json:"new_size"`
-	OldCheckpoint    string        `json:"old_checkpoint"`
-	NewCheckpoint    string        `json:"new_checkpoint"`
-	ConsistencyProof []ledger.Hash `json:"consistency_proof"`
+	Schema           string       `json:"schema"`
+	Origin           string       `json:"origin"`
+	OldSize          uint64       `json:"old_size"`
+	NewSize          uint64       `json:"new_size"`
+	OldCheckpoint    string       `json:"old_checkpoint"`
+	NewCheckpoint    string       `json:"new_checkpoint"`
+	ConsistencyProof []entry.Hash `json:"consistency_proof"`
 }
 
 // Options say which checkpoint a proof is made against.
@@ -131,7 +132,7 @@ func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
 		return nil, fmt.Errorf("bundle: ledger's own proof of entry %d fails (%v): %w", seq, err, ErrInclusionProof)
 	}
 	b := &Inclusion{Schema: SchemaInclusion, Origin: cp.Origin, Seq: seq, LeafIndex: seq - 1, TreeSize: cp.Size,
-		Entry: string(canon), EntryHash: ledger.Hash(leaf), InclusionProof: hashes(p), Checkpoint: string(cp.Signed)}
+		Entry: string(canon), EntryHash: entry.Hash(leaf), InclusionProof: hashes(p), Checkpoint: string(cp.Signed)}
 	if sum := payloadSum(e); sum != nil {
 		data, err := src.Blob(*sum)
 		switch {
@@ -181,15 +182,15 @@ func ProveConsistency(src Source, oldCheckpoint []byte, opts *Options) (*Consist
 	return b, nil
 }
 
-func hashes[T ~[]tlog.Hash](p T) []ledger.Hash {
-	out := make([]ledger.Hash, len(p))
+func hashes[T ~[]tlog.Hash](p T) []entry.Hash {
+	out := make([]entry.Hash, len(p))
 	for i, h := range p {
-		out[i] = ledger.Hash(h)
+		out[i] = entry.Hash(h)
 	}
 	return out
 }
 
-func tlogHashes(p []ledger.Hash) []tlog.Hash {
+func tlogHashes(p []entry.Hash) []tlog.Hash {
 	out := make([]tlog.Hash, len(p))
 	for i, h := range p {
 		out[i] = tlog.Hash(h)
@@ -199,21 +200,21 @@ func tlogHashes(p []ledger.Hash) []tlog.Hash {
 
 // payloadSum returns the hash of the bytes stored beside entry e: the
 // payload of a handoff, the content of a snapshot; nil for other kinds.
-func payloadSum(e *ledger.Entry) *ledger.Hash {
+func payloadSum(e *entry.Entry) *entry.Hash {
 	switch e.Kind {
-	case ledger.KindHandoff:
+	case entry.KindHandoff:
 		return e.PayloadSHA256
-	case ledger.KindSnapshot:
+	case entry.KindSnapshot:
 		return e.ContentSHA256
 	}
 	return nil
 }
 
-func payloadSize(e *ledger.Entry) *int64 {
+func payloadSize(e *entry.Entry) *int64 {
 	switch e.Kind {
-	case ledger.KindHandoff:
+	case entry.KindHandoff:
 		return e.PayloadSize
-	case ledger.KindSnapshot:
+	case entry.KindSnapshot:
 		return e.Size
 	}
 	return nil
@@ -332,12 +333,12 @@ func (b *Inclusion) Verify(verifiers note.Verifiers) (*Result, error) {
 		return r, fmt.Errorf("%w: seq %d beyond checkpoint size %d", ErrMismatch, b.Seq, cp.Size)
 	}
 	canon := []byte(b.Entry)
-	leaf := ledger.LeafHash(canon)
+	leaf := entry.LeafHash(canon)
 	if leaf != b.EntryHash {
 		return r, fmt.Errorf("%w: entry hashes to %s, bundle says %s", ErrEntryHash, leaf, b.EntryHash)
 	}
 	r.EntryHash = leaf.String()
-	e, err := ledger.DecodeEntry(canon)
+	e, err := entry.Decode(canon)
 	if err != nil {
 		return r, fmt.Errorf("%w: %v", ErrEntry, err)
 	}
@@ -367,7 +368,7 @@ func (b *Inclusion) Verify(verifiers note.Verifiers) (*Result, error) {
 		if err != nil {
 			return r, fmt.Errorf("%w: payload_b64: %v", ErrUnreadable, err)
 		}
-		if got := ledger.Sum256(data); got != *sum {
+		if got := entry.Sum256(data); got != *sum {
 			return r, fmt.Errorf("%w: payload SHA-256 %s, entry says %s", ErrPayloadHash, got, sum)
 		}
 		if n := payloadSize(e); n != nil && *n != int64(len(data)) {
@@ -405,7 +406,7 @@ func (b *Consistency) Verify(verifiers note.Verifiers) (*Result, error) {
 }
 
 // emptyRoot is the RFC 6962 root of the empty tree, SHA-256("").
-var emptyRoot = tlog.Hash(ledger.Sum256(nil))
+var emptyRoot = tlog.Hash(entry.Sum256(nil))
 
 func checkConsistency(old, cp *checkpoint.Checkpoint, p tlog.TreeProof) error {
 	switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/checkpoint/bundle"
 	"github.com/govledger/govledger/checkpoint/internal/memlog"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -62,8 +63,8 @@ type realSource struct{ *ledger.Ledger }
 
 func (r realSource) appendOne(t *testing.T, i int) {
 	agent := fmt.Sprintf("agent-%d", i)
-	_, err := r.Append(context.Background(), &ledger.Request{Build: func(st ledger.State, e *ledger.Entry) error {
-		e.Kind, e.Agent, e.Note = ledger.KindUnblock, agent, "reviewed"
+	_, err := r.Append(context.Background(), &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
+		e.Kind, e.Agent, e.Note = entry.KindUnblock, agent, "reviewed"
 		return nil
 	}})
 	if err != nil {
@@ -180,13 +181,13 @@ func TestProvePayloads(t *testing.T) {
 	payload := []byte(`{"handoff":"x"}`)
 	var seq uint64
 	_, err := l.Append(context.Background(), &ledger.Request{
-		Snapshots: []ledger.Snapshot{{What: ledger.SnapshotManifest, Bytes: []byte("m")}, {What: ledger.SnapshotLock, Bytes: []byte("l")}},
+		Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: []byte("m")}, {What: entry.SnapshotLock, Bytes: []byte("l")}},
 		Payload:   payload,
-		Build: func(st ledger.State, e *ledger.Entry) error {
+		Build: func(st ledger.State, e *entry.Entry) error {
 			m, lk, _ := st.InForce()
-			sum, size, rs := ledger.Sum256(payload), int64(len(payload)), []reason.Reason{}
-			e.Kind, e.Format, e.Decision, e.Reasons = ledger.KindHandoff, ledger.Str("governed/1"), reason.Accepted, &rs
-			e.HandoffID, e.Source, e.Target, e.WorkflowID = ledger.Str("id"), ledger.Str("a"), ledger.Str("b"), ledger.Null()
+			sum, size, rs := entry.Sum256(payload), int64(len(payload)), []reason.Reason{}
+			e.Kind, e.Format, e.Decision, e.Reasons = entry.KindHandoff, entry.Str("governed/1"), reason.Accepted, &rs
+			e.HandoffID, e.Source, e.Target, e.WorkflowID = entry.Str("id"), entry.Str("a"), entry.Str("b"), entry.Null()
 			e.PayloadSHA256, e.PayloadSize, e.ManifestSHA256, e.LockSHA256 = &sum, &size, &m, &lk
 			seq = e.Seq
 			return nil

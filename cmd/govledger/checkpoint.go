@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -158,8 +159,8 @@ ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
 			case inForce == newV:
 				return usageErr("checkpoint rotate: %s is already in force (since seq %d)", newV, at)
 			}
-			res, err := l.Append(c.Context, &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-				e.Kind, e.OldKey, e.NewKey, e.Note = ledger.KindKeyRotation, oldV, newV, why
+			res, err := l.Append(c.Context, &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+				e.Kind, e.OldKey, e.NewKey, e.Note = entry.KindKeyRotation, oldV, newV, why
 				return nil
 			}})
 			if err != nil {
@@ -182,11 +183,11 @@ func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
 	var key string
 	var at uint64
 	err := l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
-		e, err := ledger.DecodeEntry(raw)
+		e, err := entry.Decode(raw)
 		if err != nil {
 			return ledgerReadErr(seq, err)
 		}
-		if e.Kind == ledger.KindKeyRotation {
+		if e.Kind == entry.KindKeyRotation {
 			key, at = e.NewKey, seq
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -92,7 +93,7 @@ func TestCheckpointRotate(t *testing.T) {
 	l.Close()
 	nb, _ := os.ReadFile(newPub)
 	ob, _ := os.ReadFile(oldPub)
-	if err != nil || e.Kind != ledger.KindKeyRotation || e.NewKey != strings.TrimSpace(string(nb)) ||
+	if err != nil || e.Kind != entry.KindKeyRotation || e.NewKey != strings.TrimSpace(string(nb)) ||
 		e.OldKey != strings.TrimSpace(string(ob)) || e.Note != "yearly rotation" {
 		t.Fatalf("entry 4 = %+v, %v", e, err)
 	}

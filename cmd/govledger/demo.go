@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/demo"
-	"github.com/govledger/govledger/ledger"
 )
 
 type demoResult struct {
@@ -83,11 +83,11 @@ func renderDemo(w io.Writer, st *demo.Story, kept bool) {
 	fmt.Fprintf(w, "govledger demo: registry of %d agents, prompts locked, ledger clock pinned to %s\n\n",
 		st.Agents, demo.Epoch.Format("2006-01-02T15:04:05Z"))
 	for _, s := range st.Steps {
-		if s.Kind == ledger.KindSnapshot {
+		if s.Kind == entry.KindSnapshot {
 			fmt.Fprintf(w, "seq %2d  SNAPSHOT  %s\n", s.Seq, s.Story)
 			continue
 		}
-		if s.Kind == ledger.KindUnblock {
+		if s.Kind == entry.KindUnblock {
 			fmt.Fprintf(w, "seq %2d  UNBLOCK   %s — %s\n", s.Seq, s.Target, s.Story)
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -32,9 +32,9 @@ type entryView struct {
 	Note       string   `json:"note,omitzero"`
 }
 
-func newEntryView(e *ledger.Entry, raw []byte) entryView {
+func newEntryView(e *entry.Entry, raw []byte) entryView {
 	v := entryView{
-		Seq: e.Seq, Hash: ledger.LeafHash(raw).String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
+		Seq: e.Seq, Hash: entry.LeafHash(raw).String(), Time: e.Time.UTC().Format(time.RFC3339Nano),
 		Kind: e.Kind, Decision: e.Decision, Format: e.Format.String(), HandoffID: e.HandoffID.String(),
 		Source: e.Source.String(), Target: e.Target.String(), WorkflowID: e.WorkflowID.String(),
 		Blocks: e.Blocks, What: e.What, Agent: e.Agent, Redacted: e.RedactedSeq, Note: e.Note,
@@ -47,7 +47,7 @@ func newEntryView(e *ledger.Entry, raw []byte) entryView {
 	return v
 }
 
-func hasCode(e *ledger.Entry, code string) bool {
+func hasCode(e *entry.Entry, code string) bool {
 	if e.Reasons == nil {
 		return false
 	}
@@ -63,7 +63,7 @@ func hasCode(e *ledger.Entry, code string) bool {
 func renderEntryLine(w io.Writer, v entryView) {
 	fmt.Fprintf(w, "%6d  %s  ", v.Seq, v.Time)
 	switch v.Kind {
-	case ledger.KindHandoff:
+	case entry.KindHandoff:
 		fmt.Fprintf(w, "%-8s %-10s %s -> %s", v.Decision, orDash(v.Format), orDash(v.Source), orDash(v.Target))
 		if v.HandoffID != "" {
 			fmt.Fprintf(w, "  id=%s", v.HandoffID)
@@ -74,11 +74,11 @@ func renderEntryLine(w io.Writer, v entryView) {
 		if len(v.Blocks) > 0 {
 			fmt.Fprintf(w, "  blocks=%s", strings.Join(v.Blocks, ","))
 		}
-	case ledger.KindSnapshot:
+	case entry.KindSnapshot:
 		fmt.Fprintf(w, "snapshot %s in force", v.What)
-	case ledger.KindUnblock:
+	case entry.KindUnblock:
 		fmt.Fprintf(w, "unblock  %s: %s", v.Agent, v.Note)
-	case ledger.KindRedaction:
+	case entry.KindRedaction:
 		fmt.Fprintf(w, "redact   seq %d: %s", v.Redacted, v.Note)
 	default:
 		fmt.Fprintf(w, "%s  %s", v.Kind, v.Note)
@@ -86,7 +86,7 @@ func renderEntryLine(w io.Writer, v entryView) {
 	fmt.Fprintln(w)
 }
 
-func reasonsOf(e *ledger.Entry) []reason.Reason {
+func reasonsOf(e *entry.Entry) []reason.Reason {
 	if e.Reasons == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -38,13 +39,13 @@ func newTestLedger(t *testing.T, n int) string {
 	for size := uint64(0); size < uint64(n); size, _ = l.TreeSize() {
 		payload := []byte(fmt.Sprintf("payload-%d", size+1))
 		_, err := l.Append(context.Background(), &ledger.Request{
-			Snapshots: []ledger.Snapshot{{What: ledger.SnapshotManifest, Bytes: []byte("m")}, {What: ledger.SnapshotLock, Bytes: []byte("l")}},
+			Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: []byte("m")}, {What: entry.SnapshotLock, Bytes: []byte("l")}},
 			Payload:   payload,
-			Build: func(st ledger.State, e *ledger.Entry) error {
+			Build: func(st ledger.State, e *entry.Entry) error {
 				m, lk, _ := st.InForce()
-				sum, sz, rs := ledger.Sum256(payload), int64(len(payload)), []reason.Reason{}
-				e.Kind, e.Format, e.Decision, e.Reasons = ledger.KindHandoff, ledger.Str("governed/1"), reason.Accepted, &rs
-				e.HandoffID, e.Source, e.Target, e.WorkflowID = ledger.Str(fmt.Sprintf("id-%d", e.Seq)), ledger.Str("a"), ledger.Str("b"), ledger.Null()
+				sum, sz, rs := entry.Sum256(payload), int64(len(payload)), []reason.Reason{}
+				e.Kind, e.Format, e.Decision, e.Reasons = entry.KindHandoff, entry.Str("governed/1"), reason.Accepted, &rs
+				e.HandoffID, e.Source, e.Target, e.WorkflowID = entry.Str(fmt.Sprintf("id-%d", e.Seq)), entry.Str("a"), entry.Str("b"), entry.Null()
 				e.PayloadSHA256, e.PayloadSize, e.ManifestSHA256, e.LockSHA256 = &sum, &sz, &m, &lk
 				return nil
 			}})

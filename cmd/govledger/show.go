@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -68,13 +69,13 @@ Examples:
 			} else if err != nil {
 				return ledgerReadErr(seqs[0], err)
 			}
-			res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: ledger.LeafHash(raw).String(),
+			res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: entry.LeafHash(raw).String(),
 				Entry: jsontext.Value(raw), Reasons: reasonsOf(e), Others: seqs[1:]}
-			var sum *ledger.Hash
+			var sum *entry.Hash
 			switch e.Kind {
-			case ledger.KindHandoff:
+			case entry.KindHandoff:
 				sum = e.PayloadSHA256
-			case ledger.KindSnapshot:
+			case entry.KindSnapshot:
 				sum = e.ContentSHA256
 			}
 			if sum != nil {
@@ -103,7 +104,7 @@ Examples:
 	}
 }
 
-func renderShow(g *globals, e *ledger.Entry, raw []byte, r *showResult) {
+func renderShow(g *globals, e *entry.Entry, raw []byte, r *showResult) {
 	w := g.stdout
 	renderEntryLine(w, newEntryView(e, raw))
 	fmt.Fprintf(w, "hash:  %s\nentry: %s\n", r.Hash, raw)

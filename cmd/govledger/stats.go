@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/urfave/cli/v2"
-
-	"github.com/govledger/govledger/ledger"
 )
 
 type statsResult struct {
@@ -40,17 +39,17 @@ func statsCommand(g *globals) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			res := &statsResult{Schema: "govledger.stats/v1", Origin: l.Origin(), Head: ledger.ZeroHash.String(),
+			res := &statsResult{Schema: "govledger.stats/v1", Origin: l.Origin(), Head: entry.ZeroHash.String(),
 				Kinds: map[string]int{}, Decisions: map[string]int{}, Formats: map[string]int{}, Codes: map[string]int{}, Blocked: map[string]int{}}
 			err = l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
-				e, err := ledger.DecodeEntry(raw)
+				e, err := entry.Decode(raw)
 				if err != nil {
 					return ledgerReadErr(seq, err)
 				}
 				res.Entries++
-				res.Head = ledger.LeafHash(raw).String()
+				res.Head = entry.LeafHash(raw).String()
 				res.Kinds[e.Kind]++
-				if e.Kind == ledger.KindHandoff {
+				if e.Kind == entry.KindHandoff {
 					res.Decisions[e.Decision]++
 					f := e.Format.String()
 					if f == "" {

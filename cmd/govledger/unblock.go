@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -53,13 +54,13 @@ Examples:
 			}
 			defer l.Close()
 			var by uint64
-			res, err := l.Append(c.Context, &ledger.Request{Build: func(st ledger.State, e *ledger.Entry) error {
+			res, err := l.Append(c.Context, &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
 				seq, ok := st.Blocked(agent)
 				if !ok {
 					return errNotBlocked
 				}
 				by = seq
-				e.Kind, e.Agent, e.Note = ledger.KindUnblock, agent, note
+				e.Kind, e.Agent, e.Note = entry.KindUnblock, agent, note
 				return nil
 			}})
 			if errors.Is(err, errNotBlocked) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/internal/demo"
@@ -204,8 +205,8 @@ func record(ctx context.Context, path string, cfg *govern.Config, docs [][]byte,
 	defer l.Close()
 	// Bring the snapshots into force outside the timed loop.
 	if _, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{
-		{What: ledger.SnapshotManifest, Bytes: cfg.Registry.Snapshot},
-		{What: ledger.SnapshotLock, Bytes: cfg.LockBytes},
+		{What: entry.SnapshotManifest, Bytes: cfg.Registry.Snapshot},
+		{What: entry.SnapshotLock, Bytes: cfg.LockBytes},
 	}}); err != nil {
 		return 0, err
 	}

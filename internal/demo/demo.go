@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
@@ -126,15 +127,15 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	st := &Story{Dir: dir, Registry: filepath.Join(dir, "registry", "prompt-manifest.json"), Agents: len(regs["registry"].Registry.Agents)}
 	for _, s := range script {
 		if s.unblock != "" {
-			res, err := l.Append(ctx, &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-				e.Kind, e.Agent, e.Note = ledger.KindUnblock, s.unblock, "prompt verified against the reviewed copy; incident INC-2211"
+			res, err := l.Append(ctx, &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+				e.Kind, e.Agent, e.Note = entry.KindUnblock, s.unblock, "prompt verified against the reviewed copy; incident INC-2211"
 				return nil
 			}})
 			if err != nil {
 				return nil, err
 			}
 			a := res.Entries[len(res.Entries)-1]
-			st.Steps = append(st.Steps, Step{Story: s.story, Kind: ledger.KindUnblock, Target: s.unblock, Seq: a.Entry.Seq, Hash: a.Hash.String()})
+			st.Steps = append(st.Steps, Step{Story: s.story, Kind: entry.KindUnblock, Target: s.unblock, Seq: a.Entry.Seq, Hash: a.Hash.String()})
 			continue
 		}
 		raw, err := Document(s.file)
@@ -153,11 +154,11 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 			return nil, fmt.Errorf("%s: %w", s.file, err)
 		}
 		for _, sn := range o.Appended[:len(o.Appended)-1] {
-			st.Steps = append(st.Steps, Step{Kind: ledger.KindSnapshot, Seq: sn.Entry.Seq, Hash: sn.Hash.String(),
+			st.Steps = append(st.Steps, Step{Kind: entry.KindSnapshot, Seq: sn.Entry.Seq, Hash: sn.Hash.String(),
 				Story: fmt.Sprintf("%s snapshot of the %s comes into force", sn.Entry.What, s.registry)})
 		}
 		a := o.Entry()
-		step := Step{File: s.file, Story: s.story, Kind: ledger.KindHandoff, Decision: o.Decision.Decision,
+		step := Step{File: s.file, Story: s.story, Kind: entry.KindHandoff, Decision: o.Decision.Decision,
 			Reasons: o.Decision.Reasons, Seq: a.Entry.Seq, Hash: a.Hash.String()}
 		if r := o.Decision.Record; r != nil {
 			step.Format, step.Source, step.Target = string(r.Format), r.Source.ID, r.Target.ID
@@ -172,7 +173,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	// An insider will edit the first accepted handoff: remember its bytes.
 	var victim []byte
 	for _, s := range st.Steps {
-		if s.Kind == ledger.KindHandoff && s.Decision == reason.Accepted {
+		if s.Kind == entry.KindHandoff && s.Decision == reason.Accepted {
 			if _, victim, err = l.Get(s.Seq); err != nil {
 				return nil, err
 			}
@@ -210,7 +211,7 @@ func tamper(src, dst string, victim []byte, st *Story) error {
 	if err != nil {
 		return err
 	}
-	e, err := ledger.DecodeEntry(victim)
+	e, err := entry.Decode(victim)
 	if err != nil {
 		return err
 	}

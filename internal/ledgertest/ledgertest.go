@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -79,9 +80,9 @@ func (h Handoff) Build() *ledger.Request {
 	}
 	req := &ledger.Request{Payload: payload}
 	if !h.NoSnapshots {
-		req.Snapshots = []ledger.Snapshot{{What: ledger.SnapshotManifest, Bytes: ManifestBytes}, {What: ledger.SnapshotLock, Bytes: LockBytes}}
+		req.Snapshots = []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: ManifestBytes}, {What: entry.SnapshotLock, Bytes: LockBytes}}
 	}
-	req.Build = func(st ledger.State, e *ledger.Entry) error {
+	req.Build = func(st ledger.State, e *entry.Entry) error {
 		m, l, ok := st.InForce()
 		if !ok {
 			return errors.New("ledgertest: no snapshots in force")
@@ -98,15 +99,15 @@ func (h Handoff) Build() *ledger.Request {
 		if decision == "" {
 			decision = reason.Decide(rs)
 		}
-		sum, size := ledger.Sum256(payload), int64(len(payload))
-		e.Kind = ledger.KindHandoff
-		e.Format = ledger.Str(format)
+		sum, size := entry.Sum256(payload), int64(len(payload))
+		e.Kind = entry.KindHandoff
+		e.Format = entry.Str(format)
 		e.Decision = decision
 		e.Reasons = &rs
-		e.HandoffID = ledger.StrOrNull(h.ID)
-		e.Source = ledger.StrOrNull(h.Source)
-		e.Target = ledger.StrOrNull(h.Target)
-		e.WorkflowID = ledger.StrOrNull(h.Workflow)
+		e.HandoffID = entry.StrOrNull(h.ID)
+		e.Source = entry.StrOrNull(h.Source)
+		e.Target = entry.StrOrNull(h.Target)
+		e.WorkflowID = entry.StrOrNull(h.Workflow)
 		e.PayloadSHA256, e.PayloadSize = &sum, &size
 		e.ManifestSHA256, e.LockSHA256 = &m, &l
 		e.Blocks = h.Blocks
@@ -128,8 +129,8 @@ func AppendHandoff(t testing.TB, l *ledger.Ledger, h Handoff) ledger.Appended {
 // AppendUnblock records an unblock of agent.
 func AppendUnblock(t testing.TB, l *ledger.Ledger, agent, note string) ledger.Appended {
 	t.Helper()
-	res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *ledger.Entry) error {
-		e.Kind, e.Agent, e.Note = ledger.KindUnblock, agent, note
+	res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+		e.Kind, e.Agent, e.Note = entry.KindUnblock, agent, note
 		return nil
 	}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -227,13 +228,13 @@ func RewindMetaHead(path string, k uint64) error {
 		if seq == k {
 			return m.Delete([]byte("head"))
 		}
-		sum := ledger.LeafHash(e.Get(SeqKey(seq - k)))
+		sum := entry.LeafHash(e.Get(SeqKey(seq - k)))
 		return m.Put([]byte("head"), append(SeqKey(seq-k), sum[:]...))
 	})
 }
 
 // EditBlob replaces the stored bytes of blob sum with data (keeping the key).
-func EditBlob(path string, sum ledger.Hash, data []byte) error {
+func EditBlob(path string, sum entry.Hash, data []byte) error {
 	return update(path, func(tx *bolt.Tx) error {
 		b, err := mustBucket(tx, BucketBlobs)
 		if err != nil {
@@ -259,13 +260,13 @@ func TruncateTail(path string, k uint64) error {
 // history that Check and a chain walk accept; only an outside anchor can
 // tell. edit must keep the entry valid; it may not change v, seq, prev or
 // time, and the entry may not be a snapshot.
-func RewriteSuffix(path string, from uint64, edit func(e *ledger.Entry)) error {
+func RewriteSuffix(path string, from uint64, edit func(e *entry.Entry)) error {
 	return rewrite(path, func(uint64, uint64) bool { return true }, from, edit)
 }
 
 // rewrite replays the entries of path that keep(seq, head) into a new
 // ledger with the same origin and times, then renames it over path.
-func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit func(*ledger.Entry)) error {
+func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit func(*entry.Entry)) error {
 	ctx := context.Background()
 	src, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
 	if err != nil {
@@ -295,20 +296,20 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 		}
 		now = e.Time.Time
 		var req ledger.Request
-		if e.Kind == ledger.KindSnapshot {
+		if e.Kind == entry.KindSnapshot {
 			data, err := src.Blob(*e.ContentSHA256)
 			if err != nil {
 				return fmt.Errorf("ledgertest: snapshot %d: %w", seq, err)
 			}
 			req.Snapshots = []ledger.Snapshot{{What: e.What, Bytes: data}}
 		} else {
-			if e.Kind == ledger.KindHandoff {
-				if data, err := src.Blob(*e.PayloadSHA256); err == nil && ledger.Sum256(data) == *e.PayloadSHA256 {
+			if e.Kind == entry.KindHandoff {
+				if data, err := src.Blob(*e.PayloadSHA256); err == nil && entry.Sum256(data) == *e.PayloadSHA256 {
 					req.Payload = data
 				}
 			}
 			orig := *e
-			req.Build = func(_ ledger.State, n *ledger.Entry) error {
+			req.Build = func(_ ledger.State, n *entry.Entry) error {
 				s, p, t := n.Seq, n.Prev, n.Time
 				*n = orig
 				n.Seq, n.Prev, n.Time = s, p, t

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
@@ -27,8 +28,8 @@ type Log struct {
 	entries  [][]byte
 	leaves   []tlog.Hash
 	hashes   []tlog.Hash // tlog stored hashes
-	blobs    map[ledger.Hash][]byte
-	redacted map[ledger.Hash]bool
+	blobs    map[entry.Hash][]byte
+	redacted map[entry.Hash]bool
 	start    time.Time
 
 	// Reads counts hashes read through ReadHashes; Calls counts calls.
@@ -37,7 +38,7 @@ type Log struct {
 
 // New returns an empty log named origin.
 func New(origin string) *Log {
-	return &Log{origin: origin, blobs: map[ledger.Hash][]byte{}, redacted: map[ledger.Hash]bool{},
+	return &Log{origin: origin, blobs: map[entry.Hash][]byte{}, redacted: map[entry.Hash]bool{},
 		start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 }
 
@@ -79,15 +80,15 @@ func (l *Log) AppendRaw(canonical []byte) error {
 // AppendHandoff appends a handoff entry recording payload with the given
 // decision, and returns its seq.
 func (l *Log) AppendHandoff(id string, payload []byte) (uint64, error) {
-	sum := ledger.Sum256(payload)
+	sum := entry.Sum256(payload)
 	size := int64(len(payload))
 	// Not the zero hash: omitzero would drop a *Hash to all zeros.
-	snap := ledger.Sum256([]byte("snapshot"))
+	snap := entry.Sum256([]byte("snapshot"))
 	rs := []reason.Reason{}
-	e := &ledger.Entry{Kind: ledger.KindHandoff,
-		Format: ledger.Str("governed/1"), Decision: reason.Accepted, Reasons: &rs,
-		HandoffID: ledger.Str(id), Source: ledger.Str("domain-05-product"), Target: ledger.Str("domain-02-analysis"),
-		WorkflowID: ledger.Null(), PayloadSHA256: &sum, PayloadSize: &size,
+	e := &entry.Entry{Kind: entry.KindHandoff,
+		Format: entry.Str("governed/1"), Decision: reason.Accepted, Reasons: &rs,
+		HandoffID: entry.Str(id), Source: entry.Str("domain-05-product"), Target: entry.Str("domain-02-analysis"),
+		WorkflowID: entry.Null(), PayloadSHA256: &sum, PayloadSize: &size,
 		ManifestSHA256: &snap, LockSHA256: &snap}
 	if err := l.append(e); err != nil {
 		return 0, err
@@ -97,20 +98,20 @@ func (l *Log) AppendHandoff(id string, payload []byte) (uint64, error) {
 }
 
 // AppendEntry fills e's v, seq, prev and time and appends it.
-func (l *Log) AppendEntry(e *ledger.Entry) (uint64, error) {
+func (l *Log) AppendEntry(e *entry.Entry) (uint64, error) {
 	if err := l.append(e); err != nil {
 		return 0, err
 	}
 	return e.Seq, nil
 }
 
-func (l *Log) append(e *ledger.Entry) error {
-	e.V = ledger.Version
+func (l *Log) append(e *entry.Entry) error {
+	e.V = entry.Version
 	e.Seq = uint64(len(l.entries)) + 1
 	if n := len(l.entries); n > 0 {
-		e.Prev = ledger.Hash(l.leaves[n-1])
+		e.Prev = entry.Hash(l.leaves[n-1])
 	}
-	e.Time = ledger.Time{Time: l.start.Add(time.Duration(e.Seq) * time.Second)}
+	e.Time = entry.Time{Time: l.start.Add(time.Duration(e.Seq) * time.Second)}
 	c, err := e.Canonical()
 	if err != nil {
 		return err
@@ -163,12 +164,12 @@ func (l *Log) ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error) 
 }
 
 // Get returns entry seq, decoded, and its canonical bytes.
-func (l *Log) Get(seq uint64) (*ledger.Entry, []byte, error) {
+func (l *Log) Get(seq uint64) (*entry.Entry, []byte, error) {
 	if seq == 0 || seq > uint64(len(l.entries)) || l.entries[seq-1] == nil {
 		return nil, nil, fmt.Errorf("memlog: entry %d: %w", seq, ErrNotFound)
 	}
 	b := append([]byte(nil), l.entries[seq-1]...)
-	e, err := ledger.DecodeEntry(b)
+	e, err := entry.Decode(b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,7 +177,7 @@ func (l *Log) Get(seq uint64) (*ledger.Entry, []byte, error) {
 }
 
 // Blob returns the bytes with SHA-256 sum, ErrRedacted or ErrNotFound.
-func (l *Log) Blob(sum ledger.Hash) ([]byte, error) {
+func (l *Log) Blob(sum entry.Hash) ([]byte, error) {
 	if l.redacted[sum] {
 		return nil, ErrRedacted
 	}

@@ -1,4 +1,4 @@
-package ledger
+package entry
 
 import (
 	"bytes"
@@ -213,7 +213,7 @@ type Entry struct {
 	WorkflowID     NullString       `json:"workflow_id,omitzero"` // handoff
 }
 
-// Errors returned by DecodeEntry and Validate.
+// Errors returned by Decode and Validate.
 var (
 	// ErrMalformed is returned when stored bytes are not a valid entry.
 	ErrMalformed = errors.New("malformed entry")
@@ -246,9 +246,9 @@ func (e *Entry) Canonical() ([]byte, error) {
 	return c, nil
 }
 
-// DecodeEntry parses stored entry bytes strictly: they must be exactly the
+// Decode parses stored entry bytes strictly: they must be exactly the
 // canonical form of an entry with known fields only that passes Validate.
-func DecodeEntry(data []byte) (*Entry, error) {
+func Decode(data []byte) (*Entry, error) {
 	var e Entry
 	// json v2 refuses duplicate names, invalid UTF-8, trailing data and
 	// unknown members; number range is checked by Validate and by the

@@ -1,4 +1,4 @@
-package ledger_test
+package entry_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -17,41 +17,41 @@ var updateVectors = flag.Bool("update-vectors", false, "rewrite testdata/vectors
 // kindsChain is a chain with one entry of every kind and hostile strings,
 // published as testdata/vectors/govledger-entries.jsonl for other
 // implementations (same line shape as the shared vectors).
-func kindsChain(t *testing.T) []*ledger.Entry {
+func kindsChain(t *testing.T) []*entry.Entry {
 	t.Helper()
-	h := func(b byte) *ledger.Hash { var x ledger.Hash; x[0], x[31] = b, b; return &x }
+	h := func(b byte) *entry.Hash { var x entry.Hash; x[0], x[31] = b, b; return &x }
 	n := func(v int64) *int64 { return &v }
-	at := func(s string) ledger.Time {
+	at := func(s string) entry.Time {
 		tm, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ledger.Time{Time: tm}
+		return entry.Time{Time: tm}
 	}
 	reasons := []reason.Reason{
 		{Code: reason.HashMismatch, Severity: reason.Critical, Field: "source_agent.prompt_hash", Message: "lock says <sha256:ab…> & \"doc\" differs — Ω\u2028\u007f\t\n\u0001 😀"},
 		{Code: reason.AttestationMismatch, Severity: reason.Error, Field: "governance.source_agent_verified", Message: `claims true \ but`},
 	}
 	empty := []reason.Reason{}
-	return []*ledger.Entry{
-		{V: 1, Seq: 1, Time: at("2026-11-21T10:00:00Z"), Kind: ledger.KindSnapshot, What: ledger.SnapshotManifest, ContentSHA256: h(1), Size: n(2048)},
-		{V: 1, Seq: 2, Time: at("2026-11-21T10:00:00Z"), Kind: ledger.KindSnapshot, What: ledger.SnapshotLock, ContentSHA256: h(2), Size: n(900)},
-		{V: 1, Seq: 3, Time: at("2026-11-21T10:00:00.000000001Z"), Kind: ledger.KindHandoff, Format: ledger.Str("governed/1"),
-			Decision: reason.Rejected, Reasons: &reasons, HandoffID: ledger.Str("b01b0368-1624-458c-9e28-52e99ef9c02a"),
-			Source: ledger.Str("domain-01-research"), Target: ledger.Str("domain-02-analysis"), WorkflowID: ledger.Null(),
+	return []*entry.Entry{
+		{V: 1, Seq: 1, Time: at("2026-11-21T10:00:00Z"), Kind: entry.KindSnapshot, What: entry.SnapshotManifest, ContentSHA256: h(1), Size: n(2048)},
+		{V: 1, Seq: 2, Time: at("2026-11-21T10:00:00Z"), Kind: entry.KindSnapshot, What: entry.SnapshotLock, ContentSHA256: h(2), Size: n(900)},
+		{V: 1, Seq: 3, Time: at("2026-11-21T10:00:00.000000001Z"), Kind: entry.KindHandoff, Format: entry.Str("governed/1"),
+			Decision: reason.Rejected, Reasons: &reasons, HandoffID: entry.Str("b01b0368-1624-458c-9e28-52e99ef9c02a"),
+			Source: entry.Str("domain-01-research"), Target: entry.Str("domain-02-analysis"), WorkflowID: entry.Null(),
 			PayloadSHA256: h(3), PayloadSize: n(1442), ManifestSHA256: h(1), LockSHA256: h(2), Blocks: []string{"domain-01-research"},
 			Inputs: []byte(`{"observations":[{"exists":true,"is_dir":true,"names":["perspective-a.md"],"op":"dir","path":"sessions/s-1/"}],"params":{"max_age_ns":86400000000000,"max_payload":1048576}}`)},
-		{V: 1, Seq: 4, Time: at("2026-11-21T10:00:01.5Z"), Kind: ledger.KindHandoff, Format: ledger.Null(),
+		{V: 1, Seq: 4, Time: at("2026-11-21T10:00:01.5Z"), Kind: entry.KindHandoff, Format: entry.Null(),
 			Decision: reason.Rejected, Reasons: &[]reason.Reason{{Code: reason.Unparseable, Severity: reason.Error, Message: "1:2: invalid UTF-8"}},
-			HandoffID: ledger.Null(), Source: ledger.Null(), Target: ledger.Null(), WorkflowID: ledger.Null(),
+			HandoffID: entry.Null(), Source: entry.Null(), Target: entry.Null(), WorkflowID: entry.Null(),
 			PayloadSHA256: h(4), PayloadSize: n(15), ManifestSHA256: h(1), LockSHA256: h(2)},
-		{V: 1, Seq: 5, Time: at("2026-11-21T10:00:02Z"), Kind: ledger.KindUnblock, Agent: "domain-01-research", Note: "prompt verified; INC-2211 <ok>"},
-		{V: 1, Seq: 6, Time: at("2026-11-21T10:00:03Z"), Kind: ledger.KindHandoff, Format: ledger.Str("vbw/1"),
-			Decision: reason.Accepted, Reasons: &empty, HandoffID: ledger.Null(), Source: ledger.Str("domain-03-technical"),
-			Target: ledger.Str("domain-02-analysis"), WorkflowID: ledger.Str("03-01"),
+		{V: 1, Seq: 5, Time: at("2026-11-21T10:00:02Z"), Kind: entry.KindUnblock, Agent: "domain-01-research", Note: "prompt verified; INC-2211 <ok>"},
+		{V: 1, Seq: 6, Time: at("2026-11-21T10:00:03Z"), Kind: entry.KindHandoff, Format: entry.Str("vbw/1"),
+			Decision: reason.Accepted, Reasons: &empty, HandoffID: entry.Null(), Source: entry.Str("domain-03-technical"),
+			Target: entry.Str("domain-02-analysis"), WorkflowID: entry.Str("03-01"),
 			PayloadSHA256: h(6), PayloadSize: n(0), ManifestSHA256: h(1), LockSHA256: h(2)},
-		{V: 1, Seq: 7, Time: at("2026-11-21T10:00:04Z"), Kind: ledger.KindRedaction, RedactedSeq: 3, Note: "personal data (GDPR art. 17)"},
-		{V: 1, Seq: 8, Time: at("2026-11-21T10:00:05Z"), Kind: ledger.KindKeyRotation, OldKey: "ledger+1a2b3c4d+AQID", NewKey: "ledger+5e6f7a8b+AQIE", Note: "yearly rotation"},
+		{V: 1, Seq: 7, Time: at("2026-11-21T10:00:04Z"), Kind: entry.KindRedaction, RedactedSeq: 3, Note: "personal data (GDPR art. 17)"},
+		{V: 1, Seq: 8, Time: at("2026-11-21T10:00:05Z"), Kind: entry.KindKeyRotation, OldKey: "ledger+1a2b3c4d+AQID", NewKey: "ledger+5e6f7a8b+AQIE", Note: "yearly rotation"},
 	}
 }
 
@@ -64,17 +64,17 @@ type kindVector struct {
 func TestPublishedKindVectors(t *testing.T) {
 	const path = "../testdata/vectors/govledger-entries.jsonl"
 	var buf bytes.Buffer
-	prev := ledger.ZeroHash
+	prev := entry.ZeroHash
 	for _, e := range kindsChain(t) {
 		e.Prev = prev
 		c, err := e.Canonical()
 		if err != nil {
 			t.Fatalf("seq %d: %v", e.Seq, err)
 		}
-		if _, err := ledger.DecodeEntry(c); err != nil {
+		if _, err := entry.Decode(c); err != nil {
 			t.Fatalf("seq %d: DecodeEntry: %v", e.Seq, err)
 		}
-		prev = ledger.LeafHash(c)
+		prev = entry.LeafHash(c)
 		line, err := json.Marshal(kindVector{Entry: c, Canonical: string(c), Hash: prev.String()})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package ledger_test
+package entry_test
 
 import (
 	"bufio"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/strictjson"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -39,22 +39,19 @@ func readVectors(t *testing.T, path string) []vector {
 	return out
 }
 
-// TestSharedVectors reproduces ../shared/vectors/entries.jsonl byte for byte,
-// both as generic JSON and through the typed Entry.
+// TestSharedVectors reproduces the known-answer vectors in
+// testdata/vectors byte for byte, both as generic JSON and through the
+// typed Entry.
 func TestSharedVectors(t *testing.T) {
-	for _, path := range []string{"../../shared/vectors/entries.jsonl", "../testdata/vectors/entries.jsonl", "../testdata/vectors/govledger-entries.jsonl"} {
+	for _, path := range []string{"../testdata/vectors/entries.jsonl", "../testdata/vectors/govledger-entries.jsonl"} {
 		if _, err := os.Stat(path); err != nil {
-			if path == "../../shared/vectors/entries.jsonl" {
-				t.Logf("%s not present (shared/ lives beside the repository); using the published copy only", path)
-				continue
-			}
 			t.Fatal(err)
 		}
 		vs := readVectors(t, path)
 		if len(vs) < 3 {
 			t.Fatalf("%s: %d vectors, want >= 3", path, len(vs))
 		}
-		prev := ledger.ZeroHash
+		prev := entry.ZeroHash
 		for i, v := range vs {
 			c, err := strictjson.CanonicalizeBytes(v.Entry)
 			if err != nil {
@@ -63,7 +60,7 @@ func TestSharedVectors(t *testing.T) {
 			if string(c) != v.Canonical {
 				t.Errorf("%s line %d: canonical\n got %s\nwant %s", path, i+1, c, v.Canonical)
 			}
-			e, err := ledger.DecodeEntry([]byte(v.Canonical))
+			e, err := entry.Decode([]byte(v.Canonical))
 			if err != nil {
 				t.Fatalf("%s line %d: DecodeEntry: %v", path, i+1, err)
 			}
@@ -74,7 +71,7 @@ func TestSharedVectors(t *testing.T) {
 			if err != nil || !bytes.Equal(tc, []byte(v.Canonical)) {
 				t.Errorf("%s line %d: typed round trip = %s, %v", path, i+1, tc, err)
 			}
-			h := ledger.LeafHash([]byte(v.Canonical))
+			h := entry.LeafHash([]byte(v.Canonical))
 			if h.String() != v.Hash {
 				t.Errorf("%s line %d: hash = %s, want %s", path, i+1, h, v.Hash)
 			}
@@ -86,15 +83,15 @@ func TestSharedVectors(t *testing.T) {
 // TestZeroHashFieldKept guards against a present all-zero hash being
 // dropped by "omitzero" (a hash field must never vanish from an entry).
 func TestZeroHashFieldKept(t *testing.T) {
-	var zero ledger.Hash
+	var zero entry.Hash
 	size := int64(0)
-	e := &ledger.Entry{V: 1, Seq: 1, Time: ledger.Time{Time: time.Unix(1, 0).UTC()}, Kind: ledger.KindSnapshot,
-		What: ledger.SnapshotLock, ContentSHA256: &zero, Size: &size}
+	e := &entry.Entry{V: 1, Seq: 1, Time: entry.Time{Time: time.Unix(1, 0).UTC()}, Kind: entry.KindSnapshot,
+		What: entry.SnapshotLock, ContentSHA256: &zero, Size: &size}
 	c, err := e.Canonical()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.DecodeEntry(c); err != nil {
+	if _, err := entry.Decode(c); err != nil {
 		t.Fatalf("DecodeEntry(%s) = %v, want round trip", c, err)
 	}
 }
@@ -104,7 +101,7 @@ func TestZeroHashFieldKept(t *testing.T) {
 // vectors' hostile strings and on every kind.
 func TestMarshalIsCanonical(t *testing.T) {
 	for i, v := range readVectors(t, "../testdata/vectors/entries.jsonl") {
-		e, err := ledger.DecodeEntry([]byte(v.Canonical))
+		e, err := entry.Decode([]byte(v.Canonical))
 		if err != nil {
 			t.Fatalf("vector %d: %v", i+1, err)
 		}
@@ -131,12 +128,12 @@ func FuzzCanonical(f *testing.F) {
 	f.Fuzz(func(t *testing.T, note, agent, msg string) {
 		rs := []reason.Reason{{Code: reason.SchemaInvalid, Severity: reason.Error, Field: agent, Message: msg}}
 		size := int64(len(msg))
-		var h ledger.Hash
-		entries := []*ledger.Entry{
-			{V: 1, Seq: 2, Time: ledger.Time{Time: time.Unix(1, 5).UTC()}, Kind: ledger.KindUnblock, Agent: agent, Note: note},
-			{V: 1, Seq: 3, Time: ledger.Time{Time: time.Unix(2, 0).UTC()}, Kind: ledger.KindHandoff, Format: ledger.Str(note),
-				Decision: reason.Rejected, Reasons: &rs, HandoffID: ledger.Null(), Source: ledger.Str(agent), Target: ledger.StrOrNull(msg),
-				WorkflowID: ledger.Null(), PayloadSHA256: &h, PayloadSize: &size, ManifestSHA256: &h, LockSHA256: &h},
+		var h entry.Hash
+		entries := []*entry.Entry{
+			{V: 1, Seq: 2, Time: entry.Time{Time: time.Unix(1, 5).UTC()}, Kind: entry.KindUnblock, Agent: agent, Note: note},
+			{V: 1, Seq: 3, Time: entry.Time{Time: time.Unix(2, 0).UTC()}, Kind: entry.KindHandoff, Format: entry.Str(note),
+				Decision: reason.Rejected, Reasons: &rs, HandoffID: entry.Null(), Source: entry.Str(agent), Target: entry.StrOrNull(msg),
+				WorkflowID: entry.Null(), PayloadSHA256: &h, PayloadSize: &size, ManifestSHA256: &h, LockSHA256: &h},
 		}
 		for _, e := range entries {
 			c, err := e.Canonical()
@@ -147,7 +144,7 @@ func FuzzCanonical(f *testing.F) {
 			if err != nil || !bytes.Equal(full, c) {
 				t.Fatalf("Canonical() = %q, full JCS = %q (%v)", c, full, err)
 			}
-			d, err := ledger.DecodeEntry(c)
+			d, err := entry.Decode(c)
 			if err != nil {
 				t.Fatalf("DecodeEntry(%q) = %v", c, err)
 			}
