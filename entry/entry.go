@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -188,11 +191,19 @@ type Entry struct {
 	Decision      string     `json:"decision,omitzero"`       // handoff
 	Format        NullString `json:"format,omitzero"`         // handoff
 	HandoffID     NullString `json:"handoff_id,omitzero"`     // handoff
+	// IdempotencyKey is the key a client sent with the document (optional):
+	// a retry with the same key and bytes is answered with this entry.
+	IdempotencyKey string `json:"idempotency_key,omitzero"` // handoff
 	// Inputs records what the decision depended on beyond the payload and
 	// snapshots (parameters and file-system observations), so that verify
 	// can re-evaluate it. Opaque to the ledger; optional; canonical JSON.
-	Inputs         jsontext.Value   `json:"inputs,omitzero"`
-	Kind           string           `json:"kind"`
+	Inputs jsontext.Value `json:"inputs,omitzero"`
+	Kind   string         `json:"kind"`
+	// Lifts lists the agents whose blocks a lock snapshot lifted, because
+	// the new lock changed their prompt hash (sorted, possibly empty). A
+	// lock snapshot without it was written before lifts existed and lifted
+	// every block.
+	Lifts          *[]string        `json:"lifts,omitzero"`           // snapshot of a lock
 	LockSHA256     *Hash            `json:"lock_sha256,omitzero"`     // handoff
 	ManifestSHA256 *Hash            `json:"manifest_sha256,omitzero"` // handoff
 	NewKey         string           `json:"new_key,omitzero"`         // key_rotation
@@ -206,11 +217,17 @@ type Entry struct {
 	Seq            uint64           `json:"seq"`
 	Size           *int64           `json:"size,omitzero"`   // snapshot
 	Source         NullString       `json:"source,omitzero"` // handoff
-	Target         NullString       `json:"target,omitzero"` // handoff
-	Time           Time             `json:"time"`
-	V              int              `json:"v"`
-	What           string           `json:"what,omitzero"`        // snapshot: manifest or lock
-	WorkflowID     NullString       `json:"workflow_id,omitzero"` // handoff
+	// Submitter is who submitted the entry: the CLI's --as (default the OS
+	// user), the server's authenticated principal. Optional for entries
+	// written before it existed.
+	Submitter string     `json:"submitter,omitzero"` // any kind
+	Target    NullString `json:"target,omitzero"`    // handoff
+	Time      Time       `json:"time"`
+	// TraceParent is the W3C traceparent the submission carried (optional).
+	TraceParent string     `json:"traceparent,omitzero"` // handoff
+	V           int        `json:"v"`
+	What        string     `json:"what,omitzero"`        // snapshot: manifest or lock
+	WorkflowID  NullString `json:"workflow_id,omitzero"` // handoff
 }
 
 // Errors returned by Decode and Validate.
@@ -299,10 +316,24 @@ func (e *Entry) Validate() error {
 	if e.Time.IsZero() {
 		return bad("time missing")
 	}
+	if e.Submitter != "" {
+		if err := checkLabel(e.Submitter, 256); err != nil {
+			return bad("submitter: %v", err)
+		}
+	}
+	if e.IdempotencyKey != "" {
+		if err := checkLabel(e.IdempotencyKey, 255); err != nil {
+			return bad("idempotency_key: %v", err)
+		}
+	}
+	if e.TraceParent != "" && !validTraceParent(e.TraceParent) {
+		return bad("traceparent is not a W3C traceparent (version-traceid-parentid-flags, lowercase hex)")
+	}
 	handoff := e.Format.Set || e.Decision != "" || e.Reasons != nil || e.HandoffID.Set || e.Source.Set ||
 		e.Target.Set || e.WorkflowID.Set || e.PayloadSHA256 != nil || e.PayloadSize != nil ||
-		e.ManifestSHA256 != nil || e.LockSHA256 != nil || e.Blocks != nil || e.Inputs != nil
-	snapshot := e.What != "" || e.ContentSHA256 != nil || e.Size != nil
+		e.ManifestSHA256 != nil || e.LockSHA256 != nil || e.Blocks != nil || e.Inputs != nil ||
+		e.IdempotencyKey != "" || e.TraceParent != ""
+	snapshot := e.What != "" || e.ContentSHA256 != nil || e.Size != nil || e.Lifts != nil
 	switch e.Kind {
 	case KindHandoff:
 		if snapshot || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
@@ -329,6 +360,16 @@ func (e *Entry) Validate() error {
 		if (e.What != SnapshotManifest && e.What != SnapshotLock) || e.ContentSHA256 == nil || e.Size == nil || *e.Size < 0 {
 			return bad("snapshot entry needs what (manifest|lock), content_sha256 and size")
 		}
+		if e.Lifts != nil {
+			if e.What != SnapshotLock {
+				return bad("lifts on a manifest snapshot")
+			}
+			for i, a := range *e.Lifts {
+				if a == "" || (i > 0 && (*e.Lifts)[i-1] >= a) {
+					return bad("lifts must be non-empty agent ids, sorted, without repeats")
+				}
+			}
+		}
 	case KindUnblock:
 		if handoff || snapshot || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Agent == "" || e.Note == "" {
 			return bad("unblock entry needs exactly agent and note")
@@ -348,4 +389,38 @@ func (e *Entry) Validate() error {
 		return bad("unknown kind %q", e.Kind)
 	}
 	return nil
+}
+
+// checkLabel accepts 1..max bytes of UTF-8 without control characters.
+func checkLabel(s string, max int) error {
+	if len(s) > max {
+		return fmt.Errorf("%d bytes, want at most %d", len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return errors.New("contains a control character")
+		}
+	}
+	return nil
+}
+
+// validTraceParent reports whether s is a W3C Trace Context traceparent:
+// 2 hex version (not ff), 32 hex trace id (not all zero), 16 hex parent id
+// (not all zero), 2 hex flags, lowercase, dash-separated.
+func validTraceParent(s string) bool {
+	if len(s) != 55 || s[2] != '-' || s[35] != '-' || s[52] != '-' || s[:2] == "ff" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if i == 2 || i == 35 || i == 52 {
+			continue
+		}
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s[3:35] != strings.Repeat("0", 32) && s[36:52] != strings.Repeat("0", 16)
 }

@@ -42,6 +42,9 @@ type Config struct {
 	Root string
 	// Now is the clock for Validate (Record uses the ledger's clock).
 	Now func() time.Time
+	// Submitter is recorded as the submitter of every entry Record writes:
+	// the CLI's --as (default the OS user), the server's principal.
+	Submitter string
 }
 
 // Outcome is the result for one document.
@@ -201,6 +204,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	// entry time and every answer of the ledger state are the guessed ones.
 	filled := &entry.Entry{}
 	fillErr := pre.Fill(filled, pin)
+	filled.Submitter = c.Submitter
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
@@ -208,8 +212,10 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 			{What: entry.SnapshotManifest, Bytes: c.Registry.Snapshot},
 			{What: entry.SnapshotLock, Bytes: c.LockBytes},
 		},
-		Payload: p.Data,
-		Time:    t0,
+		Payload:     p.Data,
+		Time:        t0,
+		Submitter:   c.Submitter,
+		LockChanges: lockfile.ChangedBytes,
 		Build: func(st ledger.State, e *entry.Entry) error {
 			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
 				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
@@ -223,6 +229,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
+			e.Submitter = c.Submitter
 			out.Decision = d
 			return nil
 		},

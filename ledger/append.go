@@ -44,6 +44,18 @@ type Request struct {
 	// request; nothing of it is written. Build may be nil when the request
 	// only brings snapshots into force. Build may not make snapshot entries.
 	Build func(st State, e *entry.Entry) error
+	// Submitter is recorded as the submitter of the snapshot entries this
+	// request brings into force (Build sets the entry's own).
+	Submitter string
+	// LockChanges, given the bytes of the lock in force and of a new lock
+	// snapshot, returns the agents whose locked prompt hash differs
+	// between them (added, removed or changed). A new lock lifts the
+	// blocks of exactly those agents, and its snapshot entry lists them
+	// (lifts). Nil: a new lock lifts no block.
+	LockChanges func(old, new []byte) ([]string, error)
+
+	// redact is set by Redact: the redacted payload must be stored.
+	redact bool
 	// Time, if not zero, is the proposed entry time, used instead of a
 	// reading of Options.Now; like a clock reading it is raised to the
 	// previous entry's time if earlier. It lets a caller decide before the
@@ -52,14 +64,17 @@ type Request struct {
 	Time time.Time
 }
 
-// State is the ledger's derived state, as Build sees it.
+// State is the ledger's derived state, as Build sees it (an *entry.State:
+// the fold of every entry before the one being built).
 type State interface {
 	// Accepted returns the first accepted handoff entry with handoffID and
 	// its payload hash.
 	Accepted(handoffID string) (seq uint64, payload entry.Hash, ok bool)
+	// Idempotent returns the first entry that used an idempotency key.
+	Idempotent(key string) (entry.Accept, bool)
 	// Blocked returns the entry that blocked agent (the latest handoff
-	// entry listing it in "blocks" since the last unblock of it and the
-	// last lock snapshot).
+	// entry listing it in "blocks" since the block last ended: an unblock
+	// entry, or a lock snapshot that lifted it).
 	Blocked(agent string) (seq uint64, ok bool)
 	// InForce returns the content hashes of the snapshots in force; ok is
 	// false until both a manifest and a lock snapshot were recorded.
@@ -230,6 +245,13 @@ func (l *Ledger) commit(batch []*pending) {
 					written += len(p.res.Entries)
 				}
 			}
+			if err := w.persist(); err != nil {
+				if f := (*fatalError)(nil); errors.As(err, &f) {
+					err = f.err
+				}
+				fnErr = err
+				return err
+			}
 			if w.seq-w.indexed >= l.indexBatch {
 				if err := w.flushIndexes(l.unindexed); err != nil {
 					if f := (*fatalError)(nil); errors.As(err, &f) {
@@ -279,15 +301,16 @@ func (l *Ledger) commit(batch []*pending) {
 
 // writer applies requests inside one write transaction.
 type writer struct {
-	tx                          *bolt.Tx
-	meta, entries, blobs, tree  *bolt.Bucket
-	accepted, blocked, redacted *bolt.Bucket
-	now                         func() time.Time
-	seq                         uint64
-	head                        entry.Hash
-	last                        time.Time
-	manifest, lock              entry.Hash
-	hasManifest, hasLock        bool
+	tx                               *bolt.Tx
+	meta, entries, blobs, tree       *bolt.Bucket
+	accepted, blocked, redacted, idm *bolt.Bucket
+	now                              func() time.Time
+	seq                              uint64
+	head                             entry.Hash
+	last                             time.Time
+	// st is the fold of the stored entries and those of this writer's
+	// requests so far; persist writes its Delta.
+	st *entry.State
 	// indexed is meta "indexed"; unindexed holds the secondary index keys
 	// of this writer's entries (all beyond indexed).
 	indexed   uint64
@@ -316,9 +339,13 @@ func newWriter(tx *bolt.Tx, now func() time.Time, hc *headCache) (*writer, error
 	w := &writer{tx: tx, now: now,
 		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
 		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
-		redacted: tx.Bucket(bucketRedacted)}
+		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
+	var version uint64
+	if v := w.meta.Get(metaVersion); len(v) == 8 {
+		version = binary.BigEndian.Uint64(v)
+	}
 	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil {
+		if tx.Bucket(name) == nil && !addedInV3(name, version) {
 			return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
 		}
 	}
@@ -347,8 +374,10 @@ func newWriter(tx *bolt.Tx, now func() time.Time, hc *headCache) (*writer, error
 	if k, _ := w.entries.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) != w.seq) {
 		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ErrCorrupt, k, w.seq)
 	}
-	w.manifest, w.hasManifest = readHash(w.meta, metaManifest)
-	w.lock, w.hasLock = readHash(w.meta, metaLock)
+	h := entry.Head{Seq: w.seq, Hash: w.head, Time: w.last, Key: string(w.meta.Get(metaKey))}
+	h.Manifest, h.HasManifest = readHash(w.meta, metaManifest)
+	h.Lock, h.HasLock = readHash(w.meta, metaLock)
+	w.st = entry.NewState(h, boltTables{w})
 	if w.indexed, err = readIndexed(w.meta, w.seq); err != nil {
 		return nil, err
 	}
@@ -414,50 +443,66 @@ type item struct {
 }
 
 // apply validates and writes one request. A plain error fails the request
-// (nothing written); a *fatalError aborts the commit.
+// (nothing written); a *fatalError aborts the commit. The request's entries
+// are folded into a fork of the writer's state, merged only when all of
+// them were written.
 func (w *writer) apply(req *Request) (*Result, error) {
+	st := w.st.Fork()
 	now := req.Time
 	if now.IsZero() {
 		now = w.now()
 	}
 	now = now.UTC().Round(0)
-	if now.Before(w.last) {
-		now = w.last
+	if now.Before(st.Time) {
+		now = st.Time
 	}
-	st := &state{w: w, manifest: w.manifest, lock: w.lock, hasManifest: w.hasManifest, hasLock: w.hasLock}
-	seq, prev := w.seq, w.head
 	var items []item
+	fold := func(it item) error {
+		if err := st.Apply(it.e, it.hash); err != nil {
+			if st.Err() != nil {
+				return &fatalError{st.Err()}
+			}
+			return err
+		}
+		items = append(items, it)
+		return nil
+	}
 	for _, s := range req.Snapshots {
 		sum := entry.Sum256(s.Bytes)
-		cur, has := &st.manifest, &st.hasManifest
+		cur, has := st.Manifest, st.HasManifest
 		if s.What == entry.SnapshotLock {
-			cur, has = &st.lock, &st.hasLock
+			cur, has = st.Lock, st.HasLock
 		}
-		if *has && *cur == sum {
+		if has && cur == sum {
 			continue
 		}
 		size := int64(len(s.Bytes))
-		e := &entry.Entry{V: entry.Version, Seq: seq + 1, Prev: prev, Time: entry.Time{Time: now}, Kind: entry.KindSnapshot,
-			What: s.What, ContentSHA256: &sum, Size: &size}
+		e := &entry.Entry{V: entry.Version, Seq: st.Seq + 1, Prev: st.Hash, Time: entry.Time{Time: now}, Kind: entry.KindSnapshot,
+			What: s.What, ContentSHA256: &sum, Size: &size, Submitter: req.Submitter}
+		if s.What == entry.SnapshotLock {
+			lifts, err := w.lifts(st, req.LockChanges, s.Bytes)
+			if err != nil {
+				return nil, err
+			}
+			e.Lifts = &lifts
+		}
 		it, err := encode(e)
 		if err != nil {
 			return nil, err
 		}
 		it.blob = s.Bytes
-		items = append(items, it)
-		*cur, *has = sum, true
-		if s.What == entry.SnapshotLock {
-			st.clearedBlocked = true
+		if err := fold(it); err != nil {
+			return nil, err
 		}
-		seq, prev = seq+1, it.hash
 	}
 	if req.Build != nil {
+		seq, prev := st.Seq, st.Hash
 		e := &entry.Entry{V: entry.Version, Seq: seq + 1, Prev: prev, Time: entry.Time{Time: now}}
 		if err := callBuild(req.Build, st, e); err != nil {
 			return nil, err
 		}
-		if st.err != nil {
-			return nil, &fatalError{st.err}
+		if st.Err() != nil {
+			return nil, &fatalError{st.Err()}
 		}
 		if e.V != entry.Version || e.Seq != seq+1 || e.Prev != prev || !e.Time.Equal(now) {
 			return nil, fmt.Errorf("%w: Build changed v, seq, prev or time", entry.ErrMalformed)
@@ -479,15 +524,13 @@ func (w *writer) apply(req *Request) (*Result, error) {
 			it.blob = req.Payload
 		}
 		if e.Kind == entry.KindRedaction {
-			t, err := w.entry(e.RedactedSeq)
-			if err != nil {
+			if err := w.redactable(e.RedactedSeq, req.redact); err != nil {
 				return nil, err
 			}
-			if t.Kind != entry.KindHandoff {
-				return nil, fmt.Errorf("seq %d is a %s entry: %w", e.RedactedSeq, t.Kind, ErrNotRedactable)
-			}
 		}
-		items = append(items, it)
+		if err := fold(it); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{}
 	for _, it := range items {
@@ -496,7 +539,59 @@ func (w *writer) apply(req *Request) (*Result, error) {
 		}
 		res.Entries = append(res.Entries, Appended{Entry: it.e, Raw: it.raw, Hash: it.hash})
 	}
+	w.st.Merge(st)
 	return res, nil
+}
+
+// lifts returns the blocked agents whose locked prompt hash differs
+// between the lock in force and next, sorted.
+func (w *writer) lifts(st *entry.State, changes func(old, new []byte) ([]string, error), next []byte) ([]string, error) {
+	lifts := []string{}
+	if changes == nil || !st.HasLock {
+		return lifts, nil
+	}
+	old := w.blobs.Get(st.Lock[:])
+	if old == nil {
+		return nil, &fatalError{fmt.Errorf("%w: the lock in force (%s) is not stored", ErrCorrupt, st.Lock)}
+	}
+	changed, err := changes(clone(old), next)
+	if err != nil {
+		return nil, fmt.Errorf("lock changes: %w", err)
+	}
+	slices.Sort(changed)
+	for _, a := range slices.Compact(changed) {
+		if _, ok := st.Blocked(a); ok {
+			lifts = append(lifts, a)
+		}
+	}
+	return lifts, nil
+}
+
+// redactable checks that seq is a handoff entry and, with stored, that its
+// payload bytes are stored and not removed by an earlier redaction.
+func (w *writer) redactable(seq uint64, stored bool) error {
+	t, err := w.entry(seq)
+	if err != nil {
+		return err
+	}
+	if t.Kind != entry.KindHandoff {
+		return fmt.Errorf("seq %d is a %s entry: %w", seq, t.Kind, ErrNotRedactable)
+	}
+	if !stored {
+		return nil
+	}
+	for _, r := range w.st.Delta.Redactions {
+		if r.Of == seq {
+			return fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
+		}
+	}
+	if w.blobs.Get(t.PayloadSHA256[:]) == nil {
+		if w.redacted.Get(t.PayloadSHA256[:]) != nil {
+			return fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
+		}
+		return fmt.Errorf("payload of seq %d was not stored: %w", seq, ErrNotRedactable)
+	}
+	return nil
 }
 
 // encode validates e and returns its canonical bytes and hash; e's index
@@ -562,66 +657,88 @@ func (w *writer) put(it item) error {
 		}
 	}
 	w.unindexed = append(w.unindexed, indexed{e.Seq, indexKeys(e)})
-	if err := w.derive(e); err != nil {
-		return err
-	}
 	w.seq, w.head, w.last = e.Seq, it.hash, e.Time.Time
 	return w.meta.Put(metaHead, cat(key, it.hash[:]))
 }
 
-// derive maintains the state tables that follow from e.
-func (w *writer) derive(e *entry.Entry) error {
-	switch e.Kind {
-	case entry.KindHandoff:
-		if e.Decision == "accepted" && e.HandoffID.Valid {
-			k := entry.Sum256([]byte(e.HandoffID.S))
-			if w.accepted.Get(k[:]) == nil {
-				if err := w.accepted.Put(k[:], cat(be64(e.Seq), e.PayloadSHA256[:])); err != nil {
-					return err
-				}
-			}
-		}
-		for _, a := range e.Blocks {
-			if err := w.blocked.Put([]byte(a), be64(e.Seq)); err != nil {
-				return err
-			}
-		}
-	case entry.KindUnblock:
-		if err := w.blocked.Delete([]byte(e.Agent)); err != nil {
+// persist writes what the writer's entries changed in the derived state
+// (the fold's Delta and the scalars of its Head) into the state tables and
+// meta, once per commit.
+func (w *writer) persist() error {
+	d, h := &w.st.Delta, &w.st.Head
+	if d.ClearBlocked {
+		if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
 			return err
 		}
-	case entry.KindSnapshot:
-		key := metaManifest
-		if e.What == entry.SnapshotLock {
-			key = metaLock
-			if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
-				return err
-			}
-			b, err := w.tx.CreateBucket(bucketBlocked)
-			if err != nil {
-				return err
-			}
-			w.blocked = b
-			w.lock, w.hasLock = *e.ContentSHA256, true
-		} else {
-			w.manifest, w.hasManifest = *e.ContentSHA256, true
-		}
-		if err := w.meta.Put(key, clone(e.ContentSHA256[:])); err != nil {
+		b, err := w.tx.CreateBucket(bucketBlocked)
+		if err != nil {
 			return err
 		}
-	case entry.KindRedaction:
-		t, err := w.entry(e.RedactedSeq)
+		w.blocked = b
+	}
+	for _, a := range sortedKeys(d.Unblocked) {
+		if err := w.blocked.Delete([]byte(a)); err != nil {
+			return err
+		}
+	}
+	for _, a := range sortedKeys(d.Blocked) {
+		if err := w.blocked.Put([]byte(a), be64(d.Blocked[a])); err != nil {
+			return err
+		}
+	}
+	for _, id := range sortedKeys(d.Accepted) {
+		a := d.Accepted[id]
+		k := entry.Sum256([]byte(id))
+		if err := w.accepted.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+			return err
+		}
+	}
+	for _, key := range sortedKeys(d.Idempotent) {
+		a := d.Idempotent[key]
+		k := entry.Sum256([]byte(key))
+		if err := w.idm.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+			return err
+		}
+	}
+	for _, r := range d.Redactions {
+		t, err := w.entry(r.Of)
 		if err != nil {
 			return err
 		}
 		if err := w.blobs.Delete(t.PayloadSHA256[:]); err != nil {
 			return err
 		}
-		if err := w.redacted.Put(clone(t.PayloadSHA256[:]), be64(e.Seq)); err != nil {
+		if err := w.redacted.Put(clone(t.PayloadSHA256[:]), be64(r.Seq)); err != nil {
 			return err
 		}
 	}
+	if h.HasManifest {
+		if err := w.meta.Put(metaManifest, clone(h.Manifest[:])); err != nil {
+			return err
+		}
+	}
+	if h.HasLock {
+		if err := w.meta.Put(metaLock, clone(h.Lock[:])); err != nil {
+			return err
+		}
+	}
+	if h.Key != "" {
+		if err := w.meta.Put(metaKey, []byte(h.Key)); err != nil {
+			return err
+		}
+	}
+	// The tables now hold the delta: start the next requests from them.
+	w.st = entry.NewState(*h, boltTables{w})
 	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // treeReader reads stored tlog hashes from the tree bucket.
@@ -639,47 +756,46 @@ func treeReader(b *bolt.Bucket) tlog.HashReaderFunc {
 	}
 }
 
-// state is the State given to Build.
-type state struct {
-	w                    *writer
-	manifest, lock       entry.Hash
-	hasManifest, hasLock bool
-	clearedBlocked       bool  // a lock snapshot of this request cleared the table
-	err                  error // malformed stored state seen by a lookup
+// boltTables reads the state tables of a writer's transaction.
+type boltTables struct{ w *writer }
+
+func (t boltTables) Accepted(id string) (entry.Accept, bool, error) {
+	return readAccept(t.w.accepted, id, "idx_accepted")
 }
 
-func (s *state) Accepted(id string) (uint64, entry.Hash, bool) {
-	k := entry.Sum256([]byte(id))
-	v := s.w.accepted.Get(k[:])
-	var h entry.Hash
+func (t boltTables) Idempotent(key string) (entry.Accept, bool, error) {
+	return readAccept(t.w.idm, key, "idx_idempotency")
+}
+
+func readAccept(b *bolt.Bucket, s, name string) (entry.Accept, bool, error) {
+	if b == nil { // a read-only view of a file before format 3
+		return entry.Accept{}, false, nil
+	}
+	k := entry.Sum256([]byte(s))
+	v := b.Get(k[:])
 	if v == nil {
-		return 0, h, false
+		return entry.Accept{}, false, nil
 	}
 	if len(v) != 40 {
-		s.err = fmt.Errorf("%w: idx_accepted value is %d bytes", ErrCorrupt, len(v))
-		return 0, h, false
+		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ErrCorrupt, name, len(v))
 	}
-	copy(h[:], v[8:])
-	return binary.BigEndian.Uint64(v), h, true
+	a := entry.Accept{Seq: binary.BigEndian.Uint64(v)}
+	copy(a.Payload[:], v[8:])
+	return a, true, nil
 }
 
-func (s *state) Blocked(agent string) (uint64, bool) {
-	if s.clearedBlocked || agent == "" || len(agent) > maxIndexedString {
-		return 0, false
+func (t boltTables) Blocked(agent string) (uint64, bool, error) {
+	if agent == "" || len(agent) > maxIndexedString {
+		return 0, false, nil
 	}
-	v := s.w.blocked.Get([]byte(agent))
+	v := t.w.blocked.Get([]byte(agent))
 	if v == nil {
-		return 0, false
+		return 0, false, nil
 	}
 	if len(v) != 8 {
-		s.err = fmt.Errorf("%w: blocked value is %d bytes", ErrCorrupt, len(v))
-		return 0, false
+		return 0, false, fmt.Errorf("%w: blocked value is %d bytes", ErrCorrupt, len(v))
 	}
-	return binary.BigEndian.Uint64(v), true
-}
-
-func (s *state) InForce() (manifest, lock entry.Hash, ok bool) {
-	return s.manifest, s.lock, s.hasManifest && s.hasLock
+	return binary.BigEndian.Uint64(v), true, nil
 }
 
 // callBuild runs a caller's Build, turning its panic into this request's

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -52,6 +54,8 @@ const (
 	FindBlobOrphan    = "blob_orphan"       // stored bytes no entry refers to
 	FindBlobMissing   = "blob_missing"      // snapshot bytes absent
 	FindBlobUnremoved = "blob_not_redacted" // bytes a redaction removed are present
+	FindStateRule     = "state_rule"        // an entry breaks a rule of the state fold (entry.State.Apply)
+	FindKey           = "key_state"         // meta key differs from the key rotations
 )
 
 // Check is a structural fsck of the file: it reports every finding, never
@@ -100,6 +104,9 @@ type checker struct {
 	snapshots map[entry.Hash]uint64 // snapshot content -> seq
 	manifest  *entry.Hash
 	lock      *entry.Hash
+	idem      map[entry.Hash][]byte // sha256(idempotency key) -> seq||payload
+	st        *entry.State          // the fold of the entries walked
+	raw       []byte                // the entry being walked
 }
 
 func (c *checker) add(seq uint64, kind, want, got string) {
@@ -114,11 +121,17 @@ func (c *checker) run() error {
 	c.redacted = map[entry.Hash]uint64{}
 	c.refs = map[entry.Hash]uint64{}
 	c.snapshots = map[entry.Hash]uint64{}
+	c.idem = map[entry.Hash][]byte{}
+	c.st = entry.NewState(entry.Head{}, nil)
 
+	var version uint64
+	if m := c.tx.Bucket(bucketMeta); m != nil {
+		version = seqOf(m.Get(metaVersion))
+	}
 	known := map[string]bool{}
 	for _, b := range allBuckets {
 		known[string(b)] = true
-		if c.tx.Bucket(b) == nil {
+		if c.tx.Bucket(b) == nil && !addedInV3(b, version) {
 			c.add(0, FindMissingBucket, string(b), "absent")
 		}
 	}
@@ -134,6 +147,7 @@ func (c *checker) run() error {
 	if err := c.walkEntries(); err != nil {
 		return err
 	}
+	c.tables()
 	c.checkHead()
 	c.checkTree()
 	c.checkIndexes()
@@ -159,7 +173,7 @@ func (c *checker) checkMeta() {
 		}
 		return nil
 	})
-	if v := m.Get(metaVersion); len(v) != 8 || (binary.BigEndian.Uint64(v) != FormatVersion && binary.BigEndian.Uint64(v) != formatVersion1) {
+	if v := m.Get(metaVersion); len(v) != 8 || (binary.BigEndian.Uint64(v) != FormatVersion && binary.BigEndian.Uint64(v) != formatVersion1 && binary.BigEndian.Uint64(v) != formatVersion2) {
 		c.add(0, FindBadValue, fmt.Sprintf("meta version %d", FormatVersion), hex.EncodeToString(v))
 	}
 	if err := checkOrigin(string(m.Get(metaOrigin))); err != nil {
@@ -231,6 +245,7 @@ func (c *checker) walkEntries() error {
 		if seq <= c.indexed {
 			c.entryIndexes(seq, e)
 		}
+		c.raw = v
 		c.derive(seq, e)
 	}
 	return nil
@@ -282,43 +297,66 @@ func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
 	}
 }
 
+// derive folds e (stored as seq) into the checker's state, the one fold
+// of package entry, and notes the blobs it refers to. The chain itself is
+// judged by walkEntries; the fold is positioned on e's own seq, prev and
+// time so that it judges only the state rules. An entry that breaks one is
+// a finding; its state effects are applied where they still make sense
+// (a handoff whose snapshots are not in force) and dropped otherwise.
 func (c *checker) derive(seq uint64, e *entry.Entry) {
+	st := c.st
+	st.Seq, st.Hash = e.Seq-1, e.Prev
+	if e.Time.Before(st.Time) {
+		st.Time = e.Time.Time
+	}
+	h := entry.LeafHash(c.raw)
+	err := st.Apply(e, h)
+	if errors.Is(err, entry.ErrNotInForce) {
+		err = entry.ApplyNotInForce(st, e, h)
+	}
+	if err != nil {
+		c.add(seq, FindStateRule, "an entry that follows the ledger state", err.Error())
+		st.Seq, st.Hash, st.Time = e.Seq, h, e.Time.Time
+	}
 	switch e.Kind {
 	case entry.KindHandoff:
 		c.refs[*e.PayloadSHA256] = seq
-		if e.Decision == "accepted" && e.HandoffID.Valid {
-			k := entry.Sum256([]byte(e.HandoffID.S))
-			if _, ok := c.accepted[k]; !ok {
-				c.accepted[k] = cat(be64(seq), e.PayloadSHA256[:])
+	case entry.KindSnapshot:
+		c.refs[*e.ContentSHA256] = seq
+		c.snapshots[*e.ContentSHA256] = seq
+	}
+}
+
+// tables turns the fold's state into the stored tables' shapes.
+func (c *checker) tables() {
+	d := &c.st.Delta
+	for id, a := range d.Accepted {
+		c.accepted[entry.Sum256([]byte(id))] = cat(be64(a.Seq), a.Payload[:])
+	}
+	for key, a := range d.Idempotent {
+		c.idem[entry.Sum256([]byte(key))] = cat(be64(a.Seq), a.Payload[:])
+	}
+	maps.Copy(c.blocked, d.Blocked)
+	entries := c.bucket(bucketEntries)
+	for _, r := range d.Redactions {
+		var t *entry.Entry
+		var err error = ErrNotFound
+		if entries != nil {
+			if raw := entries.Get(be64(r.Of)); raw != nil {
+				t, err = entry.Decode(raw)
 			}
 		}
-		for _, a := range e.Blocks {
-			c.blocked[a] = seq
+		if err != nil || t.Kind != entry.KindHandoff {
+			c.add(r.Seq, FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", r.Of), "not a readable handoff entry")
+			continue
 		}
-	case entry.KindUnblock:
-		delete(c.blocked, e.Agent)
-	case entry.KindSnapshot:
-		h := *e.ContentSHA256
-		c.refs[h] = seq
-		c.snapshots[h] = seq
-		if e.What == entry.SnapshotLock {
-			c.lock = &h
-			clear(c.blocked)
-		} else {
-			c.manifest = &h
-		}
-	case entry.KindRedaction:
-		b := c.bucket(bucketEntries)
-		var t *entry.Entry
-		var err error
-		if b != nil {
-			t, err = entry.Decode(b.Get(be64(e.RedactedSeq)))
-		}
-		if b == nil || err != nil || t.Kind != entry.KindHandoff {
-			c.add(seq, FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", e.RedactedSeq), "not a readable handoff entry")
-			return
-		}
-		c.redacted[*t.PayloadSHA256] = seq
+		c.redacted[*t.PayloadSHA256] = r.Seq
+	}
+	if c.st.HasManifest {
+		c.manifest = &c.st.Manifest
+	}
+	if c.st.HasLock {
+		c.lock = &c.st.Lock
 	}
 }
 
@@ -404,28 +442,37 @@ func (c *checker) checkIndexes() {
 	}
 }
 
+// checkHashTable compares a table keyed by SHA-256 (idx_accepted,
+// idx_idempotency) with the one the fold implies.
+func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
+	seen := map[entry.Hash]bool{}
+	b.ForEach(func(k, v []byte) error {
+		var h entry.Hash
+		copy(h[:], k)
+		want, ok := wantTable[h]
+		if len(k) != 32 || !ok {
+			c.add(seqOf(v), FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
+			return nil
+		}
+		seen[h] = true
+		if !bytes.Equal(v, want) {
+			c.add(seqOf(want), FindAccepted, fmt.Sprintf("%s %x -> %x", name, k, want), fmt.Sprintf("%x", v))
+		}
+		return nil
+	})
+	for h, want := range wantTable {
+		if !seen[h] {
+			c.add(seqOf(want), FindAccepted, fmt.Sprintf("%s %x -> %x", name, h[:], want), "absent")
+		}
+	}
+}
+
 func (c *checker) checkTables() {
 	if b := c.bucket(bucketIdxAccept); b != nil {
-		seen := map[entry.Hash]bool{}
-		b.ForEach(func(k, v []byte) error {
-			var h entry.Hash
-			copy(h[:], k)
-			want, ok := c.accepted[h]
-			if len(k) != 32 || !ok {
-				c.add(seqOf(v), FindAccepted, "no idx_accepted key", fmt.Sprintf("%x", k))
-				return nil
-			}
-			seen[h] = true
-			if !bytes.Equal(v, want) {
-				c.add(seqOf(want), FindAccepted, fmt.Sprintf("%x -> %x", k, want), fmt.Sprintf("%x", v))
-			}
-			return nil
-		})
-		for h, want := range c.accepted {
-			if !seen[h] {
-				c.add(seqOf(want), FindAccepted, fmt.Sprintf("%x -> %x", h[:], want), "absent")
-			}
-		}
+		c.checkHashTable(b, "idx_accepted", c.accepted)
+	}
+	if b := c.bucket(bucketIdxIdem); b != nil {
+		c.checkHashTable(b, "idx_idempotency", c.idem)
 	}
 	if b := c.bucket(bucketBlocked); b != nil {
 		seen := map[string]bool{}
@@ -481,6 +528,9 @@ func (c *checker) checkTables() {
 			case x.want != nil && !bytes.Equal(got, x.want[:]):
 				c.add(c.snapshots[*x.want], FindInForce, fmt.Sprintf("%s %s", x.key, x.want), fmt.Sprintf("%x", got))
 			}
+		}
+		if got := string(m.Get(metaKey)); got != c.st.Key {
+			c.add(0, FindKey, fmt.Sprintf("meta key %q", c.st.Key), fmt.Sprintf("%q", got))
 		}
 	}
 }

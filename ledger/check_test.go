@@ -99,7 +99,7 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"deleted-meta-indexed", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("indexed")) }, ledger.FindBadValue},
 		{"edited-idx_accepted", func(p string) error { return ledgertest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
 		{"inserted-blocked", func(p string) error {
-			return ledgertest.InsertKey(p, "blocked", []byte("a"), ledgertest.SeqKey(head-3))
+			return ledgertest.InsertKey(p, "blocked", []byte("never-blocked"), ledgertest.SeqKey(head-3))
 		}, ledger.FindBlocked},
 		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
 		{"deleted-tree-hash", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(5)) }, ledger.FindTreeHash},

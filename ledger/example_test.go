@@ -48,5 +48,5 @@ func ExampleLedger_Append() {
 	// 1 snapshot manifest
 	// 2 snapshot lock
 	// 3 unblock
-	// {"agent":"domain-06-security","kind":"unblock","note":"prompt re-reviewed","prev":"0ce1a39c932c063bf58e91346929091e1ff0d08615d5eda01e8801eef49d7cf7","seq":3,"time":"2026-11-21T10:00:00Z","v":1}
+	// {"agent":"domain-06-security","kind":"unblock","note":"prompt re-reviewed","prev":"ff94f8163224e06a4ac963c2a4191dd8a52d8d791f63c1597fda8a6c7bb196d0","seq":3,"time":"2026-11-21T10:00:00Z","v":1}
 }

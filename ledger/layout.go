@@ -13,35 +13,40 @@ import (
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
 // Open refuses a file with another version (ErrVersionMismatch), except
-// version 1, which differs only in having no meta "indexed" key (its
-// secondary indexes are always complete): it is read as is, and a writable
-// Open upgrades it to version 2 in one transaction.
-const FormatVersion = 2
+// the earlier versions 1 and 2, which a writable Open upgrades in one
+// transaction: version 1 has no meta "indexed" (its secondary indexes are
+// complete), and neither has the idx_idempotency bucket or meta "key".
+// A read-only Open reads them as they are.
+const FormatVersion = 3
 
-// formatVersion1 is the layout before meta "indexed".
-const formatVersion1 = 1
+// Earlier layouts.
+const (
+	formatVersion1 = 1 // before meta "indexed"
+	formatVersion2 = 2 // before idx_idempotency and meta "key"
+)
 
 // Bucket names. Every bucket of a ledger file is one of these; Check reports
 // any other.
 var (
-	bucketMeta       = []byte("meta")         // metaKey* below
-	bucketEntries    = []byte("entries")      // be64(seq) -> canonical entry bytes
-	bucketBlobs      = []byte("blobs")        // sha256(bytes) -> bytes (payloads, snapshots)
-	bucketTree       = []byte("tree")         // be64(stored hash index) -> 32-byte tlog hash
-	bucketIdxHandoff = []byte("idx_handoff")  // xxh(handoff_id) || be64(seq) -> ""   (every handoff entry)
-	bucketIdxAccept  = []byte("idx_accepted") // sha256(handoff_id) -> be64(seq) || payload sha256 (first accepted)
-	bucketIdxAgent   = []byte("idx_agent")    // xxh(agent) || be64(seq) -> ""        (source, target, unblock agent)
-	bucketIdxWork    = []byte("idx_workflow") // xxh(workflow_id) || be64(seq) -> ""
-	bucketIdxDecide  = []byte("idx_decision") // decision || be64(seq) -> ""
-	bucketIdxTime    = []byte("idx_time")     // timeKey(time) || be64(seq) -> ""
-	bucketBlocked    = []byte("blocked")      // agent -> be64(seq of the blocking entry)
-	bucketRedacted   = []byte("redacted")     // payload sha256 -> be64(seq of the latest redaction)
+	bucketMeta       = []byte("meta")            // metaKey* below
+	bucketEntries    = []byte("entries")         // be64(seq) -> canonical entry bytes
+	bucketBlobs      = []byte("blobs")           // sha256(bytes) -> bytes (payloads, snapshots)
+	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash
+	bucketIdxHandoff = []byte("idx_handoff")     // xxh(handoff_id) || be64(seq) -> ""   (every handoff entry)
+	bucketIdxAccept  = []byte("idx_accepted")    // sha256(handoff_id) -> be64(seq) || payload sha256 (first accepted)
+	bucketIdxAgent   = []byte("idx_agent")       // xxh(agent) || be64(seq) -> ""        (source, target, unblock agent)
+	bucketIdxWork    = []byte("idx_workflow")    // xxh(workflow_id) || be64(seq) -> ""
+	bucketIdxDecide  = []byte("idx_decision")    // decision || be64(seq) -> ""
+	bucketIdxTime    = []byte("idx_time")        // timeKey(time) || be64(seq) -> ""
+	bucketBlocked    = []byte("blocked")         // agent -> be64(seq of the blocking entry)
+	bucketRedacted   = []byte("redacted")        // payload sha256 -> be64(seq of the latest redaction)
+	bucketIdxIdem    = []byte("idx_idempotency") // sha256(idempotency key) -> be64(seq) || payload sha256 (first use)
 )
 
 var allBuckets = [][]byte{
 	bucketMeta, bucketEntries, bucketBlobs, bucketTree,
 	bucketIdxHandoff, bucketIdxAccept, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime,
-	bucketBlocked, bucketRedacted,
+	bucketBlocked, bucketRedacted, bucketIdxIdem,
 }
 
 // Keys of the meta bucket.
@@ -55,9 +60,12 @@ var (
 	// metaIndexed is be64(seq): the secondary indexes hold exactly the keys
 	// of entries 1..seq (see Options.IndexBatch); seq <= head.
 	metaIndexed = []byte("indexed")
+	// metaKey is the checkpoint verifier key in force (the new_key of the
+	// last key_rotation entry); absent if none.
+	metaKey = []byte("key")
 )
 
-var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaManifest, metaLock, metaIndexed}
+var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaManifest, metaLock, metaIndexed, metaKey}
 
 // secondaryIndexes are the indexes that may trail the head (written every
 // Options.IndexBatch entries): nothing a decision reads. idx_accepted and

@@ -351,7 +351,8 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 	if len(v) != 8 {
 		return "", fmt.Errorf("%w: meta version is %d bytes", ErrCorrupt, len(v))
 	}
-	if n := binary.BigEndian.Uint64(v); n != FormatVersion && n != formatVersion1 {
+	n := binary.BigEndian.Uint64(v)
+	if n != FormatVersion && n != formatVersion1 && n != formatVersion2 {
 		return "", fmt.Errorf("format version %d, this build reads %d: %w", n, FormatVersion, ErrVersionMismatch)
 	}
 	origin = string(m.Get(metaOrigin))
@@ -359,7 +360,7 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 		return "", fmt.Errorf("%w: meta %v", ErrCorrupt, err)
 	}
 	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil {
+		if tx.Bucket(name) == nil && !addedInV3(name, n) {
 			return "", fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
 		}
 	}
@@ -369,8 +370,11 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 	return origin, nil
 }
 
-// upgrade brings a version 1 file to the current version: its secondary
-// indexes are complete, so meta "indexed" is its head.
+// upgrade brings a file of an earlier version to the current one in one
+// transaction: a version 1 file's secondary indexes are complete, so meta
+// "indexed" is its head; versions 1 and 2 gain the idx_idempotency bucket
+// (no entry of theirs has an idempotency key) and meta "key", the new_key
+// of their last key_rotation entry.
 func (l *Ledger) upgrade() (err error) {
 	current := false
 	if err := l.view(func(tx *bolt.Tx) error {
@@ -383,18 +387,48 @@ func (l *Ledger) upgrade() (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return l.db.Update(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bucketMeta)
-		if v := m.Get(metaVersion); binary.BigEndian.Uint64(v) == FormatVersion {
+		v := binary.BigEndian.Uint64(m.Get(metaVersion))
+		if v == FormatVersion {
 			return nil
 		}
 		head, _, err := readHead(m)
 		if err != nil {
 			return err
 		}
-		if err := m.Put(metaIndexed, be64(head)); err != nil {
+		if v == formatVersion1 {
+			if err := m.Put(metaIndexed, be64(head)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketIdxIdem); err != nil {
 			return err
+		}
+		key := ""
+		if err := tx.Bucket(bucketEntries).ForEach(func(k, raw []byte) error {
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return &RecordError{Seq: seqOf(k), Op: "upgrade", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
+			}
+			if e.Kind == entry.KindKeyRotation {
+				key = e.NewKey
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if key != "" {
+			if err := m.Put(metaKey, []byte(key)); err != nil {
+				return err
+			}
 		}
 		return m.Put(metaVersion, be64(FormatVersion))
 	})
+}
+
+// addedInV3 reports whether bucket name may be absent from a file of
+// format version v (it came with version 3).
+func addedInV3(name []byte, v uint64) bool {
+	return v < 3 && string(name) == string(bucketIdxIdem)
 }
 
 // Path returns the file path given to Open.

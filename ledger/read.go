@@ -305,20 +305,9 @@ func (l *Ledger) WriteTo(w io.Writer) (n int64, err error) {
 // payload was never stored) or ErrRedacted (already removed), plus the
 // errors of Append.
 func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, error) {
-	return l.Append(ctx, &Request{Build: func(st State, e *entry.Entry) error {
-		w := st.(*state).w
-		t, err := w.entry(seq)
-		if err != nil {
-			return err
-		}
-		if t.Kind != entry.KindHandoff {
-			return fmt.Errorf("seq %d is a %s entry: %w", seq, t.Kind, ErrNotRedactable)
-		}
-		if w.blobs.Get(t.PayloadSHA256[:]) == nil {
-			if w.redacted.Get(t.PayloadSHA256[:]) != nil {
-				return fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
-			}
-			return fmt.Errorf("payload of seq %d was not stored: %w", seq, ErrNotRedactable)
+	return l.Append(ctx, &Request{redact: true, Build: func(st State, e *entry.Entry) error {
+		if seq == 0 || seq >= e.Seq {
+			return fmt.Errorf("seq %d: %w", seq, ErrNotFound)
 		}
 		e.Kind, e.RedactedSeq, e.Note = entry.KindRedaction, seq, note
 		return nil
@@ -335,10 +324,9 @@ func (l *Ledger) View(fn func(st State) error) error {
 		if err != nil {
 			return err
 		}
-		st := &state{w: w, manifest: w.manifest, lock: w.lock, hasManifest: w.hasManifest, hasLock: w.hasLock}
-		if err := fn(st); err != nil {
+		if err := fn(w.st); err != nil {
 			return err
 		}
-		return st.err
+		return w.st.Err()
 	})
 }

@@ -56,11 +56,26 @@ func TestDerivedState(t *testing.T) {
 		t.Fatal("x still blocked after unblock")
 	}
 	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "c", Source: "x", Target: "y", Reasons: mismatch, Blocks: []string{"x", "y"}})
-	// A new lock in force clears every block, already for the Build of the
-	// same request.
+	// A new lock lifts no block when nothing says which hashes changed.
+	res, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}}})
+	if err != nil || len(res.Entries) != 1 || res.Entries[0].Entry.Lifts == nil || len(*res.Entries[0].Entry.Lifts) != 0 {
+		t.Fatalf("Append(lock v2, no LockChanges) = %+v, %v; want one snapshot with lifts []", res, err)
+	}
+	probe("a", "y")
+	if !got.blocked {
+		t.Fatal("y unblocked by a lock that changed nothing known")
+	}
+	// A new lock lifts the blocks of the agents whose hash it changed, and
+	// lists them; already for the Build of the same request.
 	var blockedSeen bool
-	_, err := l.Append(ctx, &ledger.Request{
-		Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}},
+	res, err = l.Append(ctx, &ledger.Request{
+		Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v3")}},
+		LockChanges: func(old, new []byte) ([]string, error) {
+			if string(old) != "lock v2" || string(new) != "lock v3" {
+				return nil, fmt.Errorf("LockChanges(%q, %q)", old, new)
+			}
+			return []string{"y", "not-blocked", "y"}, nil
+		},
 		Build: func(s ledger.State, e *entry.Entry) error {
 			_, blockedSeen = s.Blocked("y")
 			e.Kind, e.Agent, e.Note = entry.KindUnblock, "z", "n"
@@ -69,12 +84,15 @@ func TestDerivedState(t *testing.T) {
 	if err != nil || blockedSeen {
 		t.Fatalf("Append with new lock = %v, Blocked(y) = %t", err, blockedSeen)
 	}
+	if l := res.Entries[0].Entry.Lifts; l == nil || fmt.Sprint(*l) != "[y]" {
+		t.Fatalf("lock v3 lifts = %v, want [y]", l)
+	}
 	probe("a", "x")
-	if got.blocked {
-		t.Fatal("x still blocked after a new lock")
+	if !got.blocked {
+		t.Fatal("x unblocked by a lock that did not change its hash")
 	}
 	// Snapshots already in force are not recorded again.
-	res, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}}})
+	res, err = l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v3")}}})
 	if err != nil || len(res.Entries) != 0 {
 		t.Fatalf("re-asserting the lock in force wrote %v, %v", res, err)
 	}

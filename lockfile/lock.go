@@ -198,3 +198,38 @@ func appendString(b []byte, s string) []byte {
 func escapePointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
+
+// ChangedAgents returns the agents whose locked prompt hash differs
+// between locks a and b: locked in one and not the other, or locked with
+// another hash. The result is sorted. A new lock in force lifts the blocks
+// of exactly these agents (their prompt was reviewed again); a re-lock
+// that leaves an agent's hash as it was lifts nothing.
+func ChangedAgents(a, b *Lock) []string {
+	var out []string
+	for id, ea := range a.Agents {
+		if eb, ok := b.Agents[id]; !ok || eb.PromptHash != ea.PromptHash {
+			out = append(out, id)
+		}
+	}
+	for id := range b.Agents {
+		if _, ok := a.Agents[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ChangedBytes parses two lockfiles' bytes and returns ChangedAgents. It
+// has the shape of ledger.Request.LockChanges.
+func ChangedBytes(a, b []byte) ([]string, error) {
+	la, err := Parse("lock in force", a)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := Parse("new lock", b)
+	if err != nil {
+		return nil, err
+	}
+	return ChangedAgents(la, lb), nil
+}

@@ -100,7 +100,7 @@ func (r *recorder) record(payload []byte, keep bool) *ledger.Appended {
 	req := &ledger.Request{Snapshots: []ledger.Snapshot{
 		{What: entry.SnapshotManifest, Bytes: r.reg.Snapshot},
 		{What: entry.SnapshotLock, Bytes: r.lockBytes},
-	}}
+	}, LockChanges: lockfile.ChangedBytes}
 	var kept []byte
 	if keep {
 		kept, req.Payload = payload, payload
@@ -127,8 +127,9 @@ func (r *recorder) record(payload []byte, keep bool) *ledger.Appended {
 //	11 PAYLOAD_TOO_LARGE (no blob) 12 h7 accepted (orchestrator)
 //	13 redaction of 10             14 snapshot lock v2 (orchestrator unlocked)
 //	15 h8 orchestrator: unlocked   16 HASH_MISMATCH, blocks domain-02-analysis
-//	17 snapshot lock v1 again      18 h9 to domain-02-analysis accepted (block lifted)
-//	19 BOUNDARY_VIOLATION
+//	17 snapshot lock v1 again      18 h9 to domain-02-analysis: AGENT_BLOCKED (the
+//	   (lifts orchestrator only)      re-lock left its hash unchanged: the block stays)
+//	19 AGENT_BLOCKED, BOUNDARY_VIOLATION
 func buildLedger(t testing.TB) *fixture {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(registryDir, "prompt-manifest.json"))
@@ -190,9 +191,9 @@ func buildLedger(t testing.TB) *fixture {
 	f.kinds[14] = "snapshot"
 	rec("rejected:HASH_MISMATCH", doc(t, "h9", "domain-05-product", "domain-02-analysis", obj{"target_agent": bad2}))
 	r.lock, r.lockBytes = lk, lk.Marshal()
-	rec("accepted:", doc(t, "h10", "domain-05-product", "domain-02-analysis", nil))
+	rec("rejected:AGENT_BLOCKED", doc(t, "h10", "domain-05-product", "domain-02-analysis", nil))
 	f.kinds[17] = "snapshot"
-	rec("rejected:BOUNDARY_VIOLATION", doc(t, "h11", "domain-02-analysis", "domain-06-security", nil))
+	rec("rejected:AGENT_BLOCKED,BOUNDARY_VIOLATION", doc(t, "h11", "domain-02-analysis", "domain-06-security", nil))
 	f.head, _, err = l.Head()
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func (s *snapshots) parse(what string, sum entry.Hash, b []byte) error {
 // reevaluate takes e's decision again and reports differences. It returns
 // false when it could not (a snapshot in force is unavailable, or the
 // inputs do not parse).
-func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte) bool {
+func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte, st policy.State) bool {
 	reg, ok1 := r.snap.registries[*e.ManifestSHA256]
 	lock, ok2 := r.snap.locks[*e.LockSHA256]
 	if !ok1 || !ok2 {
@@ -68,7 +68,7 @@ func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte) bool {
 		Registry:      reg,
 		Lock:          lock,
 		Now:           e.Time.Time,
-		State:         r.state,
+		State:         st,
 		Inputs:        in,
 	}
 	d := policy.Decide(in2)

@@ -107,10 +107,10 @@ func TestReevaluate(t *testing.T) {
 		}, 9, "9:reasons"},
 		{"blocks-moved-@6", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 6, func(e *entry.Entry) { e.Blocks = []string{"domain-02-analysis"} })
-		}, 6, "6:blocks 7:reasons"},
+		}, 6, "6:blocks 7:reasons 16:reasons"},
 		{"unblock-dropped-@8", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 8, func(e *entry.Entry) { e.Agent = "domain-01-research" })
-		}, 9, "9:decision 9:reasons"},
+		}, 9, "9:decision 9:reasons 16:reasons 18:reasons"},
 		{"handoff-id-@12", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 12, func(e *entry.Entry) { e.HandoffID = entry.Str("00000000-0000-4000-8000-000000000099") })
 		}, 12, "12:decision"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -84,6 +85,7 @@ type replayer struct {
 	prevHash entry.Hash // recomputed hash of the previous entry's bytes
 	lastTime time.Time
 	pending  *brokenLink
+	fold     entry.Head // the state fold's head after the previous entry
 
 	missing   map[uint64]missingBlob // seq -> a blob that is not there
 	redaction map[uint64]bool        // seqs named by redaction entries
@@ -160,6 +162,8 @@ var structuralKinds = map[string]string{
 	ledger.FindUndecodable:   "",
 	ledger.FindSeqMismatch:   "",
 	ledger.FindPrevLink:      "",
+	ledger.FindStateRule:     "",
+	ledger.FindKey:           KindIndex,
 	ledger.FindTimeOrder:     "",
 	ledger.FindMetaHead:      KindMetaHead,
 	ledger.FindTreeHash:      KindTree,
@@ -275,13 +279,22 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 		r.lastTime = e.Time.Time
 	}
 	r.rep.Counts[e.Kind]++
+	// The fold, positioned on the entry's own seq, prev and time: the
+	// chain is judged above, with blame; the fold judges the state rules.
+	fh := r.fold
+	fh.Seq, fh.Hash = e.Seq-1, e.Prev
+	if e.Time.Before(fh.Time) {
+		fh.Time = e.Time.Time
+	}
+	st := entry.NewState(fh, r.state)
 	switch e.Kind {
 	case entry.KindSnapshot:
-		r.snapshot(seq, e)
+		r.snapshot(seq, e, st)
 	case entry.KindHandoff:
-		r.handoff(seq, e)
-	case entry.KindUnblock:
-		delete(r.state.blocked, e.Agent)
+		r.handoff(seq, e, st)
+	}
+	r.apply(seq, e, h, st)
+	switch e.Kind {
 	case entry.KindRedaction:
 		if r.redaction == nil {
 			r.redaction = map[uint64]bool{}
@@ -423,9 +436,28 @@ func (r *replayer) blobsMissing() {
 	}
 }
 
+// apply folds e (hash h, stored as seq) with st, the fold positioned on
+// it, into the replay's state. A state rule the entry breaks is a finding;
+// a handoff naming snapshots not in force was reported by handoff, and
+// its state effects are kept.
+func (r *replayer) apply(seq uint64, e *entry.Entry, h entry.Hash, st *entry.State) {
+	err := st.Apply(e, h)
+	if errors.Is(err, entry.ErrNotInForce) {
+		err = entry.ApplyNotInForce(st, e, h)
+	}
+	if err != nil {
+		r.add(Finding{Seq: seq, Kind: KindState, Message: err.Error()})
+		st.Seq, st.Hash, st.Time = e.Seq, h, e.Time.Time
+	}
+	r.state.commit(&st.Delta)
+	r.fold = st.Head
+}
+
 // snapshot judges a snapshot entry stored as seq (findings name the seq
-// it is stored under, which differs from e.Seq only in a damaged chain).
-func (r *replayer) snapshot(seq uint64, e *entry.Entry) {
+// it is stored under, which differs from e.Seq only in a damaged chain):
+// its bytes, and for a lock the blocks it lifts: exactly the blocked
+// agents whose prompt hash it changed.
+func (r *replayer) snapshot(seq uint64, e *entry.Entry, st *entry.State) {
 	sum := *e.ContentSHA256
 	b := r.blob(seq, KindSnapshot, sum, *e.Size)
 	if b != nil && !r.opts.SkipReevaluate {
@@ -433,26 +465,37 @@ func (r *replayer) snapshot(seq uint64, e *entry.Entry) {
 			r.add(Finding{Seq: seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
 		}
 	}
-	if e.What == entry.SnapshotLock {
-		r.state.lock, r.state.hasLock = sum, true
-		clear(r.state.blocked) // a new lock in force lifts every block
-	} else {
-		r.state.manifest, r.state.hasManifest = sum, true
+	if e.What != entry.SnapshotLock || e.Lifts == nil || !st.HasLock {
+		return
+	}
+	old, ok1 := r.snap.locks[st.Lock]
+	next, ok2 := r.snap.locks[sum]
+	if !ok1 || !ok2 {
+		return // a lock that is missing or does not parse was reported
+	}
+	want := []string{}
+	for _, a := range lockfile.ChangedAgents(old, next) {
+		if _, ok := st.Blocked(a); ok {
+			want = append(want, a)
+		}
+	}
+	if w, g := strings.Join(want, ","), strings.Join(*e.Lifts, ","); w != g {
+		r.add(Finding{Seq: seq, Kind: KindState, Want: w, Got: g,
+			Message: "the lock snapshot's lifts are not the blocked agents whose prompt hash it changed"})
 	}
 }
 
-func (r *replayer) handoff(seq uint64, e *entry.Entry) {
+func (r *replayer) handoff(seq uint64, e *entry.Entry, st *entry.State) {
 	r.rep.Counts[e.Decision]++
-	st := r.state
 	inForce := true
-	if !st.hasManifest || *e.ManifestSHA256 != st.manifest {
+	if !st.HasManifest || *e.ManifestSHA256 != st.Manifest {
 		inForce = false
-		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.manifest, st.hasManifest), Got: e.ManifestSHA256.String(),
+		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.Manifest, st.HasManifest), Got: e.ManifestSHA256.String(),
 			Message: "manifest_sha256 is not the manifest snapshot in force"})
 	}
-	if !st.hasLock || *e.LockSHA256 != st.lock {
+	if !st.HasLock || *e.LockSHA256 != st.Lock {
 		inForce = false
-		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.lock, st.hasLock), Got: e.LockSHA256.String(),
+		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.Lock, st.HasLock), Got: e.LockSHA256.String(),
 			Message: "lock_sha256 is not the lock snapshot in force"})
 	}
 	tooLarge := slices.ContainsFunc(*e.Reasons, func(x reason.Reason) bool { return x.Code == reason.PayloadTooLarge })
@@ -461,17 +504,11 @@ func (r *replayer) handoff(seq uint64, e *entry.Entry) {
 		payload = r.blob(seq, KindPayload, *e.PayloadSHA256, *e.PayloadSize)
 	}
 	if !r.opts.SkipReevaluate {
-		if inForce && (payload != nil || tooLarge) && r.reevaluate(seq, e, payload) {
+		if inForce && (payload != nil || tooLarge) && r.reevaluate(seq, e, payload, st) {
 			r.rep.Counts["reevaluated"]++
 		} else {
 			r.rep.Counts["not_reevaluated"]++
 		}
-	}
-	if e.Decision == reason.Accepted && e.HandoffID.Valid {
-		st.accept(e.HandoffID.S, seq, *e.PayloadSHA256)
-	}
-	for _, a := range e.Blocks {
-		st.blocked[a] = seq
 	}
 }
 

@@ -26,6 +26,7 @@ const (
 	// a difference alone must not fail the verification of an old ledger.
 	KindMessage    = "message"
 	KindBlocks     = "blocks"      // re-evaluation blocks other agents
+	KindState      = "state"       // an entry breaks a rule of the state fold: a lock's lifts, a key rotation, an idempotency key
 	KindIndex      = "index"       // structural: an index disagrees with the chain
 	KindMetaHead   = "meta_head"   // the stored head disagrees with the chain
 	KindUnknownKey = "unknown_key" // structural: a bucket or key that has no place in a ledger

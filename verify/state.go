@@ -8,8 +8,9 @@ import (
 	"github.com/govledger/govledger/entry"
 )
 
-// state is the ledger state the replay rebuilds from the entries, as of
-// just before the entry being judged. It implements policy.State.
+// state holds the tables of the ledger state the replay rebuilds from the
+// entries (entry.Tables, folded by entry.State), as of just before the
+// entry being judged.
 //
 // Accepted handoff IDs are kept compactly, 8 bytes a value: a 64-bit keyed
 // digest of the ID maps to the seq of the first acceptance (40 bits) and a
@@ -23,12 +24,10 @@ import (
 // "reasons" finding, never a missed one).
 type state struct {
 	key      [16]byte
-	accepted map[uint64]uint64      // digest(id) -> seq<<24 | digest(payload)&0xffffff
-	overflow map[string]acceptedSeq // IDs whose seq does not fit in 40 bits
-	blocked  map[string]uint64      // agent -> seq of the entry that blocked it
-
-	manifest, lock       entry.Hash
-	hasManifest, hasLock bool
+	accepted map[uint64]uint64       // digest(id) -> seq<<24 | digest(payload)&0xffffff
+	overflow map[string]acceptedSeq  // IDs whose seq does not fit in 40 bits
+	blocked  map[string]uint64       // agent -> seq of the entry that blocked it
+	idem     map[uint64]entry.Accept // digest(idempotency key) -> first use
 
 	reader       entryReader // may be nil
 	current      entry.Hash  // payload hash of the handoff being judged
@@ -43,7 +42,7 @@ type acceptedSeq struct {
 const maxPackedSeq = 1<<40 - 1
 
 func newState(r entryReader) *state {
-	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), reader: r}
+	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), idem: map[uint64]entry.Accept{}, reader: r}
 	rand.Read(s.key[:])
 	return s
 }
@@ -83,44 +82,65 @@ func (s *state) lookup(id string) (seq, payload24 uint64, ok bool) {
 	return v >> 24, v & 0xffffff, true
 }
 
-// Accepted implements policy.State. The payload hash it returns is exact
+// Accepted implements entry.Tables. The payload hash it returns is exact
 // when the source can read the original entry again; otherwise it is the
 // hash of the handoff being judged when the keyed digests match, and a
 // different hash when they do not (what the REPLAY / ID_CONFLICT rule
 // compares; reason messages are not compared by the replay).
-func (s *state) Accepted(id string) (uint64, entry.Hash, bool) {
+func (s *state) Accepted(id string) (entry.Accept, bool, error) {
 	if a, ok := s.overflow[id]; ok {
-		return a.seq, a.payload, true
+		return entry.Accept{Seq: a.seq, Payload: a.payload}, true, nil
 	}
 	seq, p24, ok := s.lookup(id)
 	if !ok {
-		return 0, entry.Hash{}, false
+		return entry.Accept{}, false, nil
 	}
 	if s.reader != nil {
 		e, err := s.reader.entry(seq)
 		if err == nil && e.Kind == entry.KindHandoff && e.HandoffID.Valid && e.PayloadSHA256 != nil {
 			if e.HandoffID.S != id {
-				return 0, entry.Hash{}, false
+				return entry.Accept{}, false, nil
 			}
-			return seq, *e.PayloadSHA256, true
+			return entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true, nil
 		}
 	}
 	if p24 == s.digest(s.current[:])&0xffffff {
-		return seq, s.current, true
+		return entry.Accept{Seq: seq, Payload: s.current}, true, nil
 	}
 	other := s.current
 	other[0] ^= 0xff
 	s.approximated = true
-	return seq, other, true
+	return entry.Accept{Seq: seq, Payload: other}, true, nil
 }
 
-// Blocked implements policy.State.
-func (s *state) Blocked(agent string) (uint64, bool) {
+// Idempotent implements entry.Tables (keys are told apart by a 64-bit
+// keyed digest, as handoff ids are).
+func (s *state) Idempotent(key string) (entry.Accept, bool, error) {
+	a, ok := s.idem[s.digest([]byte(key))]
+	return a, ok, nil
+}
+
+// Blocked implements entry.Tables.
+func (s *state) Blocked(agent string) (uint64, bool, error) {
 	seq, ok := s.blocked[agent]
-	return seq, ok
+	return seq, ok, nil
 }
 
-// InForce implements policy.State.
-func (s *state) InForce() (manifest, lock entry.Hash, ok bool) {
-	return s.manifest, s.lock, s.hasManifest && s.hasLock
+// commit takes in what one entry's fold changed.
+func (s *state) commit(d *entry.Delta) {
+	for id, a := range d.Accepted {
+		s.accept(id, a.Seq, a.Payload)
+	}
+	for k, a := range d.Idempotent {
+		s.idem[s.digest([]byte(k))] = a
+	}
+	if d.ClearBlocked {
+		clear(s.blocked)
+	}
+	for a := range d.Unblocked {
+		delete(s.blocked, a)
+	}
+	for a, seq := range d.Blocked {
+		s.blocked[a] = seq
+	}
 }
