@@ -330,3 +330,41 @@ func (l *Ledger) View(fn func(st State) error) error {
 		return w.st.Err()
 	})
 }
+
+// Block is an agent blocked now, and the entry that blocked it.
+type Block struct {
+	Agent string
+	Seq   uint64       // the entry that blocked it
+	Entry *entry.Entry // that entry, decoded
+}
+
+// Blocks returns the agents blocked now (as of the last commit), sorted by
+// agent, each with the entry that blocked it. A block ends only by an
+// entry: an unblock, or a lock snapshot that lifts it.
+func (l *Ledger) Blocks() ([]Block, error) {
+	var out []Block
+	err := l.view(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketBlocked)
+		if err != nil {
+			return err
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if len(v) != 8 {
+				return fmt.Errorf("%w: blocked value for %q is %d bytes", ErrCorrupt, k, len(v))
+			}
+			out = append(out, Block{Agent: string(k), Seq: binary.BigEndian.Uint64(v)})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		e, _, err := l.Get(out[i].Seq)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Entry = e
+	}
+	return out, nil
+}

@@ -197,6 +197,7 @@ func commands(g *globals) []*cli.Command {
 		exportCommand(g),
 		statsCommand(g),
 		unblockCommand(g),
+		blocksCommand(g),
 		demoCommand(g),
 		benchCommand(g),
 		keygenCommand(g),

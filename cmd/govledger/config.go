@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"strings"
 	"time"
 
@@ -28,7 +29,31 @@ func decisionFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "max-age", Value: govern.DefaultMaxAge, Usage: "reject handoffs whose timestamp is older (STALE); 0 disables"},
 		&cli.Int64Flag{Name: "max-payload", Value: govern.DefaultMaxPayload, Usage: "record larger documents as PAYLOAD_TOO_LARGE, hash and size only"},
 		&cli.StringFlag{Name: "root", Value: ".", Usage: "folder that relative paths in documents resolve against (they may not leave it)"},
+		asFlag(),
 	}
+}
+
+// asFlag is --as, the submitter recorded in the entries a command writes.
+func asFlag() cli.Flag {
+	return &cli.StringFlag{Name: "as", Usage: "who submits: recorded in each entry as its submitter (default: $GOVLEDGER_AS, else the OS user)"}
+}
+
+// submitter is --as, else GOVLEDGER_AS, else the OS user running the
+// command.
+func submitter(c *cli.Context, g *globals) string {
+	if s := strings.TrimSpace(c.String("as")); s != "" {
+		return s
+	}
+	if s := strings.TrimSpace(g.getenv("GOVLEDGER_AS")); s != "" {
+		return s
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if s := g.getenv("USER"); s != "" {
+		return s
+	}
+	return "unknown"
 }
 
 // loadConfig loads the registry and lock named by the global flags and the

@@ -59,7 +59,12 @@ func (e *cliEnv) run(stdin string, args ...string) (int, string, string) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := runWithClock(context.Background(), append(base, args...), strings.NewReader(stdin), &stdout, &stderr,
-		func(string) string { return "" }, e.clock.now)
+		func(k string) string {
+			if k == "GOVLEDGER_AS" {
+				return "ci-operator"
+			}
+			return ""
+		}, e.clock.now)
 	clean := func(s string) string { return strings.ReplaceAll(s, e.dir, "$TMP") }
 	return code, clean(stdout.String()), clean(stderr.String())
 }

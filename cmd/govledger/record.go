@@ -259,6 +259,7 @@ func decideFiles(c *cli.Context, g *globals, record bool) error {
 	if err != nil {
 		return err
 	}
+	cfg.Submitter = submitter(c, g)
 	var l *ledger.Ledger
 	if record {
 		if l, err = openLedger(g); err != nil {

@@ -35,6 +35,7 @@ Examples:
   govledger unblock --reason "prompt diff reviewed in PR #412; lock regenerated" domain-05-product`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Required: true, Usage: "why the block may be lifted (recorded)"},
+			asFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -48,6 +49,7 @@ Examples:
 			if note == "" {
 				return usageErr("unblock: --reason must not be empty")
 			}
+			as := submitter(c, g)
 			l, err := openLedger(g)
 			if err != nil {
 				return err
@@ -60,7 +62,7 @@ Examples:
 					return errNotBlocked
 				}
 				by = seq
-				e.Kind, e.Agent, e.Note = entry.KindUnblock, agent, note
+				e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, agent, note, as
 				return nil
 			}})
 			if errors.Is(err, errNotBlocked) {
