@@ -77,33 +77,8 @@ func (r *Registry) index() {
 // boundaries (deny by default): dst is in src's handoff_to; or src is an
 // archetype and dst one of its composition domains; or src is an orchestrator;
 // or, in a skills registry, dst accepts handoffs and src declares no
-// handoff_to list of its own. Unknown agents are never allowed.
+// handoff_to list of its own. Unknown agents are never allowed. Grounds says
+// which of these hold; Matrix lists every allowed pair.
 func (r *Registry) Allows(src, dst string) bool {
-	s, ok := r.Agent(src)
-	if !ok {
-		return false
-	}
-	d, ok := r.Agent(dst)
-	if !ok {
-		return false
-	}
-	if s.Type == TypeOrchestrator {
-		return true
-	}
-	for _, t := range s.HandoffTo {
-		if t == d.ID {
-			return true
-		}
-	}
-	if s.Type == TypeArchetype {
-		for _, c := range s.Composition {
-			if c.AgentID == d.ID {
-				return true
-			}
-		}
-	}
-	if r.FromSkills && d.AcceptsHandoff && len(s.HandoffTo) == 0 {
-		return true
-	}
-	return false
+	return len(r.Grounds(src, dst)) > 0
 }

@@ -209,12 +209,23 @@ func (c *checker) agent(s *side) {
 		fail(reason.HashMismatch, reason.Error, hashField,
 			"%s agent %s is not in the lock, so its prompt was never reviewed (run govledger lock)", s.role, q(id))
 	case s.ref.PromptHash != "":
-		if !sameDigest(s.ref.PromptHash, le.PromptHash) {
-			fail(reason.HashMismatch, reason.Critical, hashField,
-				"%s agent %s has prompt_hash %s, but the lock says %s: potential tampering; the agent is blocked until an operator runs govledger unblock or a new lock is in force",
-				s.role, q(id), q(s.ref.PromptHash), q(le.PromptHash))
-			c.blocks = append(c.blocks, id)
+		if sameDigest(s.ref.PromptHash, le.PromptHash) {
+			break
 		}
+		// A source's wrong hash for itself blocks it. A wrong hash quoted
+		// for the target blocks the target only when the handoff is
+		// attributable (see unattributable); otherwise anyone who can
+		// submit a document could block any agent.
+		if why := c.unattributable(s); len(why) > 0 {
+			fail(reason.HashMismatch, reason.Error, hashField,
+				"%s agent %s has prompt_hash %s, but the lock says %s: the mismatch is not attributable (%s), so no block is applied",
+				s.role, q(id), q(s.ref.PromptHash), q(le.PromptHash), strings.Join(why, "; "))
+			break
+		}
+		fail(reason.HashMismatch, reason.Critical, hashField,
+			"%s agent %s has prompt_hash %s, but the lock says %s: potential tampering; the agent is blocked until an operator runs govledger unblock or a new lock is in force",
+			s.role, q(id), q(s.ref.PromptHash), q(le.PromptHash))
+		c.blocks = append(c.blocks, id)
 	}
 	if c.governed() && (s.ref.Type == "" || s.ref.Version == "" || s.ref.PromptHash == "") {
 		// governed/1 requires all three; handoff reported the one missing
@@ -229,6 +240,48 @@ func (c *checker) agent(s *side) {
 				s.role, q(id), seq, id)
 		}
 	}
+}
+
+// unattributable says why a prompt hash mismatch found on side s may not
+// block that agent; nil when it may. The source's own mismatch always may
+// (it blocks itself). The target's may only when the handoff is
+// attributable to its source: the source is registered, the registry
+// allows it to hand off to the target (and, for swarm/2, the target is an
+// eligible skill), it is not blocked, and its own prompt_hash is present
+// and matches the lock. A format that carries no source prompt hash is
+// therefore never attributable.
+func (c *checker) unattributable(s *side) []string {
+	if s != &c.dst {
+		return nil
+	}
+	src := &c.src
+	if !src.named() {
+		return []string{"the document names no source agent"}
+	}
+	a := src.agent
+	if a == nil {
+		return []string{fmt.Sprintf("source agent %s is not in the registry", q(src.ref.ID))}
+	}
+	var why []string
+	le, locked := lookup(c.in.Lock, a.ID)
+	switch {
+	case !locked:
+		why = append(why, fmt.Sprintf("source agent %s is not in the lock", q(a.ID)))
+	case src.ref.PromptHash == "":
+		why = append(why, fmt.Sprintf("source agent %s quotes no valid prompt_hash of its own", q(a.ID)))
+	case !sameDigest(src.ref.PromptHash, le.PromptHash):
+		why = append(why, fmt.Sprintf("source agent %s quotes a wrong prompt_hash of its own", q(a.ID)))
+	}
+	d := s.agent
+	if (c.rec.Format == handoff.Swarm && !d.AcceptsHandoff) || !c.in.Registry.Allows(a.ID, d.ID) {
+		why = append(why, fmt.Sprintf("source agent %s may not hand off to %s", q(a.ID), q(d.ID)))
+	}
+	if c.in.State != nil {
+		if seq, blocked := c.in.State.Blocked(a.ID); blocked {
+			why = append(why, fmt.Sprintf("source agent %s is blocked by entry seq %d", q(a.ID), seq))
+		}
+	}
+	return why
 }
 
 func lookup(l *lockfile.Lock, id string) (lockfile.Entry, bool) {

@@ -81,8 +81,11 @@ func TestDecide(t *testing.T) {
 			"target_agent.prompt_hash", "sha256:"+strings.Repeat("2", 64),
 			"governance.source_agent_verified", false,
 			"governance.target_agent_verified", false),
+			// the source's own hash is wrong: the target's mismatch is not
+			// attributable to it (see TestAttribution)
 			want:   []reason.Code{reason.HashMismatch, reason.HashMismatch},
-			blocks: []string{"domain-02-analysis", "domain-05-product"}},
+			sevs:   []reason.Severity{reason.Critical, reason.Error},
+			blocks: []string{"domain-05-product"}},
 		{name: "agent not in the lock", payload: governed(t),
 			edit: func(in *policy.Input) { delete(in.Lock.Agents, "domain-02-analysis") },
 			want: []reason.Code{reason.HashMismatch, reason.AttestationMismatch},

@@ -48,9 +48,16 @@
 //     registry; VERSION_MISMATCH (error) if the document's agent_version
 //     differs from the registry's or from the lock entry's, or if the lock
 //     entry's version differs from the registry's (a stale lock);
-//     HASH_MISMATCH (critical) if the document's prompt_hash (bare hex or
-//     "sha256:hex", both compare equal) differs from the lock entry or is
-//     not a SHA-256 digest at all: the agent is added to Decision.Blocks;
+//     HASH_MISMATCH if the document's prompt_hash (bare hex or "sha256:hex",
+//     both compare equal; only governed/1 carries one) differs from the lock
+//     entry. It is critical, and the agent is added to Decision.Blocks, for
+//     the source's own hash, and for the target's only when the handoff is
+//     attributable: the source is registered, in the lock, quotes its own
+//     prompt_hash as locked, is allowed to hand off to the target
+//     (Registry.Allows) and is not blocked. Otherwise the target's mismatch
+//     is an error, blocks nobody, and its message says which of these
+//     failed, so whoever can submit a document cannot block any agent by
+//     quoting a wrong hash for it;
 //     HASH_MISMATCH (error, no block) if the agent has no lock entry: its
 //     prompt was never reviewed, whatever the format (this rule applies to
 //     formats that carry no hash too);

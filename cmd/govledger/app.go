@@ -205,6 +205,7 @@ func commands(g *globals) []*cli.Command {
 		proveCommand(g),
 		verifyProofCommand(g),
 		redactCommand(g),
+		registryCommand(g),
 	}
 }
 
