@@ -204,10 +204,9 @@ func generateGoverned(t *testing.T) {
 		{"audit_trail", `"handoff-log-2026-02-11-001.json"`, ""},
 	}
 	for _, f := range fields {
-		old := f.old
 		tail := ""
-		if i := strings.Index(old, ","); i >= 0 {
-			old, tail = old[:i], old[i:]
+		if i := strings.Index(f.old, ","); i >= 0 {
+			tail = f.old[i:]
 		}
 		for _, v := range []struct{ label, val string }{{"number", "42"}, {"null", "null"}, {"array", `["x"]`}, {"object", `{}`}, {"bool", "true"}} {
 			add("i10-"+strings.ReplaceAll(f.name, ".", "-")+"-as-"+v.label, rep(b, f.old, v.val+tail), G, S)

@@ -122,11 +122,3 @@ func (l ErrorList) Unwrap() []error {
 	}
 	return errs
 }
-
-// err returns l as an error, or nil when l is empty.
-func (l ErrorList) err() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
-}

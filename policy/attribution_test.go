@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -180,7 +180,7 @@ func TestAttributionFormatsWithoutPromptHashes(t *testing.T) {
 			in.Lock = &lockfile.Lock{Version: 1, Agents: map[string]lockfile.Entry{}}
 			for _, a := range in.Registry.Agents {
 				in.Lock.Agents[a.ID] = lockfile.Entry{AgentVersion: a.Version, PromptPath: a.PromptPath,
-					PromptHash: lockfile.FormatDigest(ledger.Sum256([]byte("reviewed " + a.ID)))}
+					PromptHash: lockfile.FormatDigest(entry.Sum256([]byte("reviewed " + a.ID)))}
 			}
 			d := policy.Decide(in)
 			if len(d.Blocks) > 0 {

@@ -77,10 +77,9 @@ func doc(t testing.TB, id, src, dst string, set obj) []byte {
 // fixture is a ledger built by buildLedger, closed, with what the tests
 // need to know about it.
 type fixture struct {
-	path     string
-	head     uint64
-	kinds    map[uint64]string // seq -> what the entry is ("accepted", "HASH_MISMATCH", ...)
-	blobSeqs map[entry.Hash][]uint64
+	path  string
+	head  uint64
+	kinds map[uint64]string // seq -> what the entry is ("accepted", "HASH_MISMATCH", ...)
 }
 
 // recorder records governed decisions exactly as the CLI does: Decide with

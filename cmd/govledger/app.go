@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/govledger/govledger/ledger"
 )
 
 // env is the process environment as a lookup function, so tests can set it.
@@ -21,8 +24,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // runWithClock is run with the ledger clock injected (tests pin it).
 func runWithClock(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv env, now func() time.Time) int {
+	if n := len(args); n > 2 && args[n-1] == completeFlag && args[n-2] == "--" {
+		// urfave/cli turns completion off after "--"; a word "--" being
+		// completed asks for the long flags, which "-" lists too.
+		args = append(slices.Clone(args[:n-2]), "-", completeFlag)
+	}
 	app := newApp(stdin, stdout, stderr, getenv)
-	app.Metadata = map[string]any{"now": now}
+	app.Metadata = map[string]any{"now": now, "args": args}
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return exitOK
@@ -68,11 +76,16 @@ Examples:
   govledger record handoff.json          # validate and append to govledger.db
   govledger verify                       # replay the chain, exit 1 on tampering
 
+Shell completion: see "govledger completion --help".
+
 ` + exitCodeTable,
 		Writer:          stdout,
 		ErrWriter:       stderr,
 		Reader:          stdin,
 		HideHelpCommand: true,
+		// Candidates come from completer, which reads the command line run
+		// was given rather than os.Args.
+		EnableBashCompletion: true,
 		// Only main exits: urfave/cli would otherwise call os.Exit for ExitCoders.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Flags: []cli.Flag{
@@ -83,26 +96,37 @@ Examples:
 			&cli.StringFlag{Name: "db", Value: "govledger.db", EnvVars: envFlag("GOVLEDGER_DB", ""),
 				Usage: "ledger database (bbolt file)", Destination: &g.db},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", EnvVars: envFlag("GOVLEDGER_OUTPUT", ""),
-				Usage: "output format: text or json (lock check adds github and sarif)", Destination: &g.output},
+				Usage: "output format: text or json; lock check adds github and sarif, validate and record seed-error", Destination: &g.output},
 			&cli.StringFlag{Name: "origin", EnvVars: envFlag("GOVLEDGER_ORIGIN", ""),
 				Usage: "identity of a ledger created by this command (checkpoints name it); default govledger.local/<random>", Destination: &g.origin},
 			&cli.BoolFlag{Name: "exit-codes", Usage: "print the exit-code table and exit"},
+			&cli.BoolFlag{Name: "version", Usage: "print the version (module version and VCS revision) and exit"},
 		},
+		HideVersion: true, // --version is ours: text or JSON, from the build information
 		Action: func(c *cli.Context) error {
-			if c.Bool("exit-codes") {
-				fmt.Fprint(c.App.Writer, exitCodeTable)
-				return nil
-			}
-			if c.Args().Present() {
-				return usageErr("unknown command %q (see govledger --help)", c.Args().First())
+			switch {
+			case c.Bool("version"):
+				if err := checkOutput("", g.output); err != nil {
+					return err
+				}
+				if g.output == outJSON {
+					return writeJSON(g.stdout, buildVersion())
+				}
+				return renderVersion(g.stdout, buildVersion())
+			case c.Bool("exit-codes"):
+				_, err := fmt.Fprint(c.App.Writer, exitCodeTable)
+				return err
+			case c.Args().Present():
+				return unknownCommand("", c.Args().First(), c.App.Commands)
 			}
 			return cli.ShowAppHelp(c)
 		},
-		OnUsageError: func(c *cli.Context, err error, isSub bool) error {
-			return usageErr("%v", err)
-		},
 		Commands: commands(g),
 	}
+	app.OnUsageError = func(c *cli.Context, err error, isSub bool) error {
+		return usageErr("%v%s", err, flagSuggestion(err, app.Flags))
+	}
+	app.BashComplete = completer(g, "", app.Flags, app.Commands)
 	// urfave/cli reads env vars through os.Getenv; apply ours explicitly so
 	// tests and embedders control the environment.
 	app.Before = func(c *cli.Context) error {
@@ -118,19 +142,56 @@ Examples:
 				}
 			}
 		}
-		switch g.output {
-		case "text", "json", "github", "sarif", "seed-error":
-		default:
-			return usageErr("--output %q: want text or json", g.output)
-		}
 		return nil
 	}
 	g.app = app
+	rootAction := app.Action
+	app.Action = func(c *cli.Context) error { return classify(rootAction(c)) }
 	for _, cmd := range app.Commands {
-		setUsageErrors(cmd)
-		addGlobalFlags(cmd, g)
+		wire(cmd, "", g)
 	}
 	return app
+}
+
+// wire gives cmd and its subcommands what every command shares: the
+// global flags after the command name, usage errors with suggestions,
+// the --output check against the outputs table, exit-code classification
+// of what the action returns, and shell completion.
+func wire(cmd *cli.Command, parent string, g *globals) {
+	path := strings.TrimSpace(parent + " " + cmd.Name)
+	addGlobalFlags(cmd, g)
+	cmd.OnUsageError = func(c *cli.Context, err error, isSub bool) error {
+		return usageErr("%s: %v%s", path, err, flagSuggestion(err, cmd.Flags))
+	}
+	if cmd.Action != nil {
+		action := cmd.Action
+		if len(cmd.Subcommands) > 0 {
+			// A word that is no subcommand is a typo, not an argument.
+			own, subs := cmd.Action, cmd.Subcommands
+			action = func(c *cli.Context) error {
+				if w := c.Args().First(); w != "" && !strings.HasPrefix(w, "-") {
+					return unknownCommand(path, w, subs)
+				}
+				return own(c)
+			}
+		}
+		cmd.Action = withChecks(g, path, action)
+	}
+	cmd.BashComplete = completer(g, path, cmd.Flags, cmd.Subcommands)
+	for _, sub := range cmd.Subcommands {
+		wire(sub, path, g)
+	}
+}
+
+// withChecks runs action after checking --output against the outputs
+// table, and gives an error without an exit code its class.
+func withChecks(g *globals, path string, action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if err := checkOutput(path, g.output); err != nil {
+			return err
+		}
+		return classify(action(c))
+	}
 }
 
 // addGlobalFlags lets the global flags also follow the command
@@ -160,27 +221,10 @@ func addGlobalFlags(cmd *cli.Command, g *globals) {
 				*n.dst = c.String(n.name)
 			}
 		}
-		switch g.output {
-		case "text", "json", "github", "sarif", "seed-error":
-		default:
-			return usageErr("--output %q: want text or json", g.output)
-		}
 		if before != nil {
 			return before(c)
 		}
 		return nil
-	}
-	for _, sub := range cmd.Subcommands {
-		addGlobalFlags(sub, g)
-	}
-}
-
-func setUsageErrors(cmd *cli.Command) {
-	cmd.OnUsageError = func(c *cli.Context, err error, isSub bool) error {
-		return usageErr("%s: %v", cmd.Name, err)
-	}
-	for _, sub := range cmd.Subcommands {
-		setUsageErrors(sub)
 	}
 }
 
@@ -206,6 +250,7 @@ func commands(g *globals) []*cli.Command {
 		verifyProofCommand(g),
 		redactCommand(g),
 		registryCommand(g),
+		completionCommand(g),
 	}
 }
 
@@ -219,4 +264,31 @@ func noFlagsAfterArgs(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// ledgerWait is how long a command waits for another process holding
+// the ledger before it gives up (exit 3).
+const ledgerWait = 5 * time.Second
+
+// openTimeout is ledgerWait unless a test shortened it.
+func (g *globals) openTimeout() time.Duration {
+	if g.app != nil {
+		if d, ok := g.app.Metadata["open-timeout"].(time.Duration); ok {
+			return d
+		}
+	}
+	return ledgerWait
+}
+
+// checkOrigin refuses an --origin (or GOVLEDGER_ORIGIN) that differs from
+// the opened ledger's: the origin names a ledger when it is created and
+// never changes, so a different one means the wrong ledger or the wrong
+// setting. It closes l when it refuses.
+func checkOrigin(g *globals, l *ledger.Ledger) error {
+	if g.origin == "" || l.Origin() == g.origin {
+		return nil
+	}
+	l.Close()
+	return usageErr("--origin %q differs from the origin %q of ledger %s (an origin is fixed when the ledger is created)",
+		g.origin, l.Origin(), g.db)
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/mod/sumdb/note"
@@ -112,9 +110,12 @@ ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second, Now: g.clock()})
+			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
 			if err != nil {
 				return ledgerErr(g.db, err)
+			}
+			if err := checkOrigin(g, l); err != nil {
+				return err
 			}
 			defer l.Close()
 			name := keyName
@@ -212,12 +213,12 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: 5 * time.Second, CheckPages: true})
+	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
 	if err != nil {
-		if errors.Is(err, ledger.ErrNotExist) {
-			return nil, inputErr(err)
-		}
-		return nil, internalErr(err)
+		return nil, ledgerErr(g.db, err)
+	}
+	if err := checkOrigin(g, l); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

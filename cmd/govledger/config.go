@@ -105,9 +105,12 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{Timeout: 2 * time.Second, Origin: g.origin, Now: g.clock()})
+	l, err := ledger.Open(g.db, &ledger.Options{Timeout: g.openTimeout(), Origin: g.origin, Now: g.clock()})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
+	}
+	if err := checkOrigin(g, l); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -127,27 +130,14 @@ func (g *globals) clock() func() time.Time {
 // corruption (exit 1) instead of crashing inside bbolt. The walk reads each
 // page once.
 func openLedgerRO(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: 2 * time.Second, CheckPages: true})
+	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
 	}
+	if err := checkOrigin(g, l); err != nil {
+		return nil, err
+	}
 	return l, nil
-}
-
-// ledgerErr classifies an Open failure: a missing file is the user's input
-// (exit 2), a corrupt one is a finding (exit 1), anything else internal (3).
-func ledgerErr(path string, err error) error {
-	if !strings.Contains(err.Error(), path) {
-		err = fmt.Errorf("ledger %s: %w", path, err)
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, ledger.ErrNotExist):
-		return inputErr(err)
-	case errors.Is(err, ledger.ErrCorrupt):
-		return &exitError{code: exitFound, err: err}
-	default:
-		return internalErr(err)
-	}
 }
 
 // readInputs reads each named document ("-" is standard input).

@@ -1,8 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/verify"
 )
 
 // Exit codes, the same for every command and every output format.
@@ -15,9 +22,11 @@ const (
 
 const exitCodeTable = `Exit codes:
   0  ok: in sync, every handoff accepted, ledger verified
-  1  the check found something: drift, a rejected handoff, tampering
-  2  usage error, or unreadable or invalid input (manifest, lock, flags)
-  3  internal failure: the ledger could not be opened or written
+  1  the check found something: drift, a rejected handoff, tampering or corruption
+  2  usage error, or unreadable or invalid input (flags, manifest, lock, a
+     missing ledger or a path that is not a ledger)
+  3  internal failure: the ledger could not be opened (locked, newer format,
+     no permission) or written
 `
 
 // exitError carries an exit code. Commands return one; only main exits.
@@ -44,9 +53,81 @@ func inputErr(err error) error { return &exitError{code: exitUsage, err: err} }
 
 func internalErr(err error) error { return &exitError{code: exitInternal, err: err} }
 
-// exitCode maps an error returned by a command to its exit code. Errors
-// without a code are usage errors when urfave/cli produced them (bad flags)
-// and internal failures otherwise; commands wrap their own errors.
+// errorClass maps a library sentinel to the exit code it means. The tables
+// below are tried in order with errors.Is; the first match wins.
+type errorClass struct {
+	err  error
+	code int
+	why  string // the README's wording of the class
+}
+
+// openClasses classify a failure to open the --db ledger. Every command
+// that opens a ledger goes through ledgerErr, so one condition gives one
+// code and one message whichever command met it.
+var openClasses = []errorClass{
+	// A damaged file is what verify reports as corruption: a finding. A
+	// file that is not a bbolt database at all looks the same to the
+	// storage layer and is reported the same way.
+	{ledger.ErrCorrupt, exitFound, "the file is corrupt"},
+	// The user named a path that holds no ledger.
+	{ledger.ErrEmptyFile, exitUsage, "the file is empty"},
+	{ledger.ErrNotLedger, exitUsage, "the path is not a ledger (a folder, or a database of something else)"},
+	{ledger.ErrNotExist, exitUsage, "the ledger does not exist"},
+	{fs.ErrNotExist, exitUsage, "the ledger's folder does not exist"},
+	// The ledger is there but cannot be opened now or by this build.
+	{ledger.ErrLocked, exitInternal, "another process holds the ledger"},
+	{ledger.ErrVersionMismatch, exitInternal, "the ledger's format is newer than this build"},
+	{fs.ErrPermission, exitInternal, "no permission to open the ledger"},
+}
+
+// errorClasses classify any other error a command returns without a code.
+var errorClasses = []errorClass{
+	{ledger.ErrCorrupt, exitFound, "the ledger is corrupt"},
+	{checkpoint.ErrAnchor, exitFound, "the ledger does not extend the checkpoint"},
+	{verify.ErrExportLine, exitFound, "an export line is invalid"},
+	{checkpoint.ErrMalformed, exitUsage, "a checkpoint file is malformed"},
+	{checkpoint.ErrKeyFormat, exitUsage, "a key is not recognised"},
+	{checkpoint.ErrKeyPermissions, exitUsage, "a signer key file is readable by others"},
+	{fs.ErrNotExist, exitUsage, "an input file does not exist"},
+	{ledger.ErrFailed, exitInternal, "a commit failed: run verify, then retry"},
+	{ledger.ErrLocked, exitInternal, "another process holds the ledger"},
+	{context.Canceled, exitInternal, "interrupted"},
+}
+
+func classOf(classes []errorClass, err error, fallback int) int {
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return fallback
+}
+
+// ledgerErr classifies a failure to open the ledger at path (see
+// openClasses) and names the path in its message.
+func ledgerErr(path string, err error) error {
+	if !strings.Contains(err.Error(), path) {
+		err = fmt.Errorf("ledger %s: %w", path, err)
+	}
+	return &exitError{code: classOf(openClasses, err, exitInternal), err: err}
+}
+
+// classify gives an error returned by a command's action its exit code:
+// one it carries already, else its class in errorClasses, else internal
+// failure. Errors that never went through an action (urfave/cli's own:
+// flag parsing, missing required flags) have no code and are usage errors.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var c interface{ ExitCode() int }
+	if errors.As(err, &c) {
+		return err
+	}
+	return &exitError{code: classOf(errorClasses, err, exitInternal), err: err}
+}
+
+// exitCode maps an error that reached run to its exit code.
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK

@@ -269,12 +269,13 @@ func TestLockUsage(t *testing.T) {
 		exit int
 		msg  string
 	}{
-		{[]string{"lock", "bogus"}, 2, "unknown argument"},
+		{[]string{"lock", "bogus"}, 2, `lock: unknown command "bogus"`},
+		{[]string{"lock", "chekc"}, 2, `lock: unknown command "chekc": did you mean "check"?`},
 		{[]string{"lock", "check", "extra"}, 2, "unexpected argument"},
 		{[]string{"lock", "--output", "sarif"}, 2, "want text or json"},
 		{[]string{"lock", "check", "--output", "seed-error"}, 2, "want text, json, github or sarif"},
 		{[]string{"--manifest", "nope.json", "lock", "check"}, 2, "nope.json"},
-		{[]string{"lock", "missing-file-prompt"}, 2, "unknown argument"},
+		{[]string{"lock", "missing-file-prompt"}, 2, "unknown command"},
 	} {
 		code, _, stderr := runLockCLI(t, tc.args...)
 		if code != tc.exit || !strings.Contains(stderr, tc.msg) {

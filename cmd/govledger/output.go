@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -28,4 +30,65 @@ func writeJSONLine(w io.Writer, v any) error {
 	b = append(b, '\n')
 	_, err = w.Write(b)
 	return err
+}
+
+// Output formats. Every command renders text and JSON from the same result
+// structs; a few add formats of their own.
+const (
+	outText      = "text"
+	outJSON      = "json"
+	outGitHub    = "github"     // GitHub Actions workflow-command annotations
+	outSARIF     = "sarif"      // SARIF 2.1.0 for code scanning
+	outSeedError = "seed-error" // a rejection in its format's own words
+)
+
+// outputs is the one table of the formats each command writes, by command
+// path ("" is govledger itself: help, --version, --exit-codes). A format
+// a command does not write is a usage error (exit 2), never ignored. A
+// command missing from the table writes text and JSON.
+var outputs = map[string][]string{
+	"":                  {outText, outJSON},
+	"lock":              {outText, outJSON},
+	"lock check":        {outText, outJSON, outGitHub, outSARIF},
+	"validate":          {outText, outJSON, outSeedError},
+	"record":            {outText, outJSON, outSeedError},
+	"export":            {outText, outJSON}, // JSON Lines either way
+	"completion":        {outText},
+	"completion bash":   {outText},
+	"completion zsh":    {outText},
+	"completion fish":   {outText},
+	"checkpoint":        {outText, outJSON},
+	"checkpoint rotate": {outText, outJSON},
+}
+
+// outputsOf returns the formats the command at path writes.
+func outputsOf(path string) []string {
+	if o, ok := outputs[path]; ok {
+		return o
+	}
+	return []string{outText, outJSON}
+}
+
+// checkOutput refuses an --output the command at path does not write.
+func checkOutput(path, output string) error {
+	formats := outputsOf(path)
+	if slices.Contains(formats, output) {
+		return nil
+	}
+	prefix := ""
+	if path != "" {
+		prefix = path + ": "
+	}
+	return usageErr("%s--output %q: want %s", prefix, output, orList(formats))
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

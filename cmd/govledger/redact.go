@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,12 +38,12 @@ they carry "redacted": true instead of the payload.`,
 			if err != nil || seq == 0 {
 				return usageErr("redact: SEQ %q is not a positive integer", c.Args().First())
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: 5 * time.Second, Now: g.clock()})
+			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
 			if err != nil {
-				if errors.Is(err, ledger.ErrNotExist) {
-					return inputErr(err)
-				}
-				return internalErr(err)
+				return ledgerErr(g.db, err)
+			}
+			if err := checkOrigin(g, l); err != nil {
+				return err
 			}
 			defer l.Close()
 			target, _, err := l.Get(seq)
