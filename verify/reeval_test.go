@@ -110,7 +110,7 @@ func TestReevaluate(t *testing.T) {
 		}, 6, "6:blocks 7:reasons 16:reasons"},
 		{"unblock-dropped-@8", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 8, func(e *entry.Entry) { e.Agent = "domain-01-research" })
-		}, 9, "9:decision 9:reasons 16:reasons 18:reasons"},
+		}, 9, "9:decision 9:reasons 16:reasons 16:blocks 18:reasons"},
 		{"handoff-id-@12", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 12, func(e *entry.Entry) { e.HandoffID = entry.Str("00000000-0000-4000-8000-000000000099") })
 		}, 12, "12:decision"},
