@@ -18,8 +18,8 @@ import (
 const MaxFieldLen = 256
 
 var (
-	// agentIDRE is the canonical agent id grammar of DESIGN.md (manifest
-	// rules), applied to every agent name a handoff carries (RELIABILITY I12).
+	// agentIDRE is the canonical agent id grammar of the manifest
+	// (package manifest), applied to every agent name a handoff carries.
 	agentIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	// rfc3339RE is the only timestamp shape accepted: RFC 3339 with an
 	// upper-case T and Z, 1-9 fraction digits (RELIABILITY R5).

@@ -131,7 +131,7 @@ func strictSemver(s string) bool {
 }
 
 // validPromptHash accepts a SHA-256 in lower-case hex, bare or with the
-// "sha256:" prefix (DESIGN.md: both compare equal).
+// "sha256:" prefix (both compare equal).
 func validPromptHash(s string) bool {
 	return sha256HexRE.MatchString(strings.TrimPrefix(s, "sha256:"))
 }

@@ -5,7 +5,7 @@ import "github.com/govledger/govledger/reason"
 // Format identifies one of the five handoff formats.
 type Format string
 
-// The handoff formats (DESIGN.md, "Handoff formats").
+// The handoff formats (see the README, "Hand-off formats").
 const (
 	Governed Format = "governed/1" // seed 003: JSON, source_agent/target_agent
 	Swarm    Format = "swarm/2"    // seed 000: YAML, handoff.source.skill/handoff.target.skill

@@ -138,8 +138,7 @@ type Ledger struct {
 
 	// afterCommit, when set (tests only, export_test.go), runs after each
 	// successful commit; an error it returns is handled as a failed commit
-	// whose bytes are nevertheless durable: the ambiguous commit of
-	// RELIABILITY.md C5.
+	// whose bytes are nevertheless durable: an ambiguous commit.
 	afterCommit func() error
 }
 
