@@ -56,8 +56,10 @@
 //     prompt_hash as locked, is allowed to hand off to the target
 //     (Registry.Allows) and is not blocked. Otherwise the target's mismatch
 //     is an error, blocks nobody, and its message says which of these
-//     failed, so whoever can submit a document cannot block any agent by
-//     quoting a wrong hash for it;
+//     failed: a document from an unknown, out-of-bounds or blocked source,
+//     or one that misquotes its own hash, cannot block its target (prompt
+//     hashes are not secret, so this confines blocks; it does not
+//     authenticate the sender);
 //     HASH_MISMATCH (error, no block) if the agent has no lock entry: its
 //     prompt was never reviewed, whatever the format (this rule applies to
 //     formats that carry no hash too);

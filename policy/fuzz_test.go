@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
 )
 
 // FuzzDecide runs arbitrary bytes through Decide with the example registry
@@ -20,6 +22,8 @@ func FuzzDecide(f *testing.F) {
 	f.Add(governed(f, "source_agent", agentRef("archetype-product-thinker"), "target_agent", agentRef("domain-01-research")), uint8(1), true, false)
 	f.Add(governed(f, "timestamp", "2099-01-01T00:00:00Z", "handoff_id", "x"), uint8(0), false, false)
 	f.Add(governed(f, "source_agent.agent_id", "Domain-05-Product"), uint8(0), false, false)
+	f.Add(governed(f, "target_agent.prompt_hash", strings.Repeat("b", 64)), uint8(0), false, false)
+	f.Add(governed(f, "source_agent.agent_id", "domain-99-ghost", "target_agent.prompt_hash", strings.Repeat("b", 64)), uint8(0), false, false)
 	f.Add([]byte(`{"type":"scout_findings","domain":"tech-stack","documents":[],"confidence":"high","confidence_rationale":"x"}`), uint8(4), false, true)
 	f.Add([]byte("handoff:\n  version: \"2.0\"\n  timestamp: \"2026-02-11T00:45:02Z\"\n  source:\n    skill: perspective-swarm\n  target:\n    skill: domain-02-analysis\n"), uint8(0), false, false)
 	f.Add([]byte("handoff:\n  source_skill: domain-01-research\n  target_skill: domain-02-analysis\n  timestamp: \"2026-02-11T00:45:02Z\"\n  workflow_id: workflow-abc123\n"), uint8(0), false, false)
@@ -66,5 +70,37 @@ func FuzzDecide(f *testing.F) {
 		if _, err := policy.ParseInputs(back.Inputs); err != nil {
 			t.Fatalf("ParseInputs: %v", err)
 		}
+		checkBlocks(t, d, in)
 	})
+}
+
+// checkBlocks checks who a decision blocks: one critical HASH_MISMATCH per
+// blocked agent, nothing else critical, and a target blocked only by an
+// attributable handoff (registered, allowed, unblocked source whose own
+// prompt hash matches the lock).
+func checkBlocks(t *testing.T, d *policy.Decision, in policy.Input) {
+	t.Helper()
+	critical := 0
+	for _, r := range d.Reasons {
+		if r.Severity == reason.Critical {
+			critical++
+			if r.Code != reason.HashMismatch {
+				t.Fatalf("critical %s: only HASH_MISMATCH is critical", r.Code)
+			}
+		}
+	}
+	if critical != len(d.Blocks) {
+		t.Fatalf("%d critical reasons, blocks %v", critical, d.Blocks)
+	}
+	rec := d.Record
+	if rec == nil || !slices.Contains(d.Blocks, rec.Target.ID) || rec.Target.ID == rec.Source.ID {
+		return
+	}
+	src := rec.Source
+	le, locked := in.Lock.Lookup(src.ID)
+	_, blocked := in.State.Blocked(src.ID)
+	if !in.Registry.Allows(src.ID, rec.Target.ID) || blocked || !locked || src.PromptHash == "" ||
+		strings.TrimPrefix(src.PromptHash, "sha256:") != strings.TrimPrefix(le.PromptHash, "sha256:") {
+		t.Fatalf("target %q blocked by a handoff that is not attributable to source %+v", rec.Target.ID, src)
+	}
 }
