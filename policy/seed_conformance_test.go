@@ -85,7 +85,10 @@ quality:
 		{"000/ineligible-target", "For a skill to appear as a handoff option, its SKILL.md must include handoff: frontmatter: accepts_handoff: true", swarmDoc("notes-keeper"), withSkills,
 			[]reason.Code{reason.IneligibleTarget}, nil},
 		{"000/ineligible-sender-may-send", "accepts_handoff: true # REQUIRED: Must be true (only for handoffs to the skill)", skillDoc("synthesizer"),
-			func(in *policy.Input) { withSkills(in); in.Payload = []byte(strings.Replace(string(in.Payload), "source_skill: lit-pm", "source_skill: notes-keeper", 1)) }, nil, nil},
+			func(in *policy.Input) {
+				withSkills(in)
+				in.Payload = []byte(strings.Replace(string(in.Payload), "source_skill: lit-pm", "source_skill: notes-keeper", 1))
+			}, nil, nil},
 		{"000/ineligible-target-any-format", "accepts_handoff: true # REQUIRED: Must be true", skillDoc("notes-keeper"), withSkills,
 			[]reason.Code{reason.IneligibleTarget}, nil},
 		{"000/target-exists", "Verify target skill still exists", swarmDoc("ghost-skill"), withSkills, []reason.Code{reason.UnknownAgent}, nil},
