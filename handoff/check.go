@@ -43,8 +43,27 @@ func join(path, key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-// quote renders a document value for a message: Go-quoted (so control,
-// zero-width and bidi characters are escaped) and cut at 80 runes.
+// fieldKeyRE is the shape of a member name that a field path names as it
+// is. Every name a format defines has it.
+var fieldKeyRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
+
+// fieldKey renders a member name of the document for a field path: as it
+// is when it has the shape of a field name, otherwise as "<key>" (a name
+// with spaces, dots, control or non-ASCII characters, or more than 64
+// bytes, is content rather than a field name).
+func fieldKey(k string) string {
+	if fieldKeyRE.MatchString(k) {
+		return k
+	}
+	return "<key>"
+}
+
+// quote renders a string that does not come from the document (a format
+// name, a flag) for a message: Go-quoted (so control, zero-width and bidi
+// characters are escaped) and cut at 80 runes. Values taken from a
+// document are never quoted into a message: a message names the field,
+// the rule and the allowed values, so that redacting a payload leaves
+// nothing of it in the ledger entry.
 func quote(s string) string {
 	if utf8.RuneCountInString(s) > 80 {
 		r := []rune(s)
@@ -89,6 +108,9 @@ func (c *checker) get(obj *node, path, key string, required bool) *node {
 }
 
 func (c *checker) want(field string, v *node, k kind) bool {
+	if v.big {
+		return false // reported UNPARSEABLE when it was read
+	}
 	if v.kind != k {
 		c.schema(field, v, "must be a %s, not a %s", k, v.kind)
 		return false
@@ -130,7 +152,7 @@ func (c *checker) enum(obj *node, path, key string, required bool, code reason.C
 		return "", false
 	}
 	if !slices.Contains(values, s) {
-		c.add(code, reason.Error, join(path, key), v, "%s is not one of %s", quote(s), strings.Join(values, ", "))
+		c.add(code, reason.Error, join(path, key), v, "is not one of %s", strings.Join(values, ", "))
 		return "", false
 	}
 	return s, true
@@ -194,11 +216,11 @@ func (c *checker) integer(obj *node, path, key string, required bool, min int64)
 	}
 	n, err := strconv.ParseInt(v.text, 10, 64)
 	if err != nil || !decimalIntRE.MatchString(v.text) || v.text == "-0" {
-		c.schema(join(path, key), v, "%s is not an integer", quote(v.text))
+		c.schema(join(path, key), v, "is not an integer")
 		return 0, false
 	}
 	if n < min {
-		c.schema(join(path, key), v, "%d is less than %d", n, min)
+		c.schema(join(path, key), v, "is less than %d", min)
 		return 0, false
 	}
 	return n, true
@@ -210,14 +232,19 @@ func (c *checker) number(obj *node, path, key string, required bool) bool {
 	return v != nil && c.want(join(path, key), v, kNumber)
 }
 
-// known reports every member of obj not in names as SCHEMA_INVALID.
-func (c *checker) known(obj *node, path string, names ...string) {
+// known reports every member of obj not in names as SCHEMA_INVALID; why
+// says which schema is closed.
+func (c *checker) known(obj *node, path, why string, names ...string) {
 	if obj == nil {
 		return
 	}
 	for _, k := range obj.keys {
 		if !slices.Contains(names, k) {
-			c.schema(join(path, k), obj.members[k], "unknown field %s", quote(k))
+			where := "the document"
+			if path != "" {
+				where = path
+			}
+			c.schema(join(path, fieldKey(k)), obj.members[k], "unknown field: %s; %s holds only %s", why, where, strings.Join(names, ", "))
 		}
 	}
 }
@@ -233,7 +260,7 @@ func (c *checker) timestamp(obj *node, path, key string, required bool) (string,
 	t, ok := parseTimestamp(v.text)
 	if !ok {
 		c.add(reason.InvalidTimestamp, reason.Error, field, v,
-			"%s is not an RFC 3339 timestamp (YYYY-MM-DDThh:mm:ss[.fraction](Z|+hh:mm))", quote(v.text))
+			"is not an RFC 3339 timestamp (YYYY-MM-DDThh:mm:ss[.fraction](Z|+hh:mm), upper-case T and Z, at most 9 fraction digits)")
 		return "", time.Time{}, false
 	}
 	return v.text, t, true
@@ -250,7 +277,7 @@ func parseTimestamp(s string) (time.Time, bool) {
 // agentID checks an agent name against the canonical grammar.
 func (c *checker) agentID(field string, v *node, s string) bool {
 	if len(s) > MaxFieldLen || !agentIDRE.MatchString(s) {
-		c.schema(field, v, "%s is not a canonical agent id ([a-z0-9][a-z0-9-]*, at most %d bytes)", quote(s), MaxFieldLen)
+		c.schema(field, v, "is not a canonical agent id ([a-z0-9][a-z0-9-]*, at most %d bytes)", MaxFieldLen)
 		return false
 	}
 	return true
@@ -282,7 +309,7 @@ func (c *checker) lexicalPath(field string, v *node, p string, relativeOnly bool
 		why = "leaves the root"
 	}
 	if why != "" {
-		c.add(reason.PathEscape, reason.Error, field, v, "path %s %s", quote(p), why)
+		c.add(reason.PathEscape, reason.Error, field, v, "path %s", why)
 		return false
 	}
 	return true

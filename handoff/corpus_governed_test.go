@@ -119,6 +119,8 @@ func generateGoverned(t *testing.T) {
 			"domain", "domain-02-analysis", "1.0.0", hashAnalysis,
 			"archetype", "archetype-research-lead", "0.9.0", "sha256:"+hashLead, "decision",
 			`{"options": ["A", "B"], "weights": {"cost": 0.4, "speed": -0.6}, "max": 9007199254740991}`, `[]`)},
+		// RFC 4122: hex digits are "case insensitive on input"; recorded in lower case.
+		{name: "handoff-id-upper-case.json", format: G, body: rep(governedSeed, `"550e8400-e29b-41d4-a716-446655440000"`, `"550E8400-E29B-41D4-A716-446655440000"`)},
 	}
 	writeCorpus(t, filepath.Join(corpusRoot, "governed", "valid"), expectFile{}, valid)
 
@@ -150,6 +152,11 @@ func generateGoverned(t *testing.T) {
 	add("i2-unknown-governance-override", rep(b, `"composition_valid": true,`, `"composition_valid": true, "override": true,`), G, S)
 	add("i2-unknown-state-member", rep(b, `"decisions_made": []`, `"decisions_made": [], "approved": true`), G, S)
 	add("i2-unknown-context-member", rep(b, `"state": {`, `"signature": "x", "state": {`), G, S)
+	// Seed 003's structure is closed: no trace_id, no workflow_id.
+	add("i2-unknown-trace_id", rep(b, `"protocol_version"`, `"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+  "protocol_version"`), G, S)
+	add("i2-unknown-workflow_id", rep(b, `"protocol_version"`, `"workflow_id": "wf-42",
+  "protocol_version"`), G, S)
 	// I3 framing.
 	add("i3-trailing-object", b+`{"agent_id":"evil"}`, G, U)
 	add("i3-trailing-garbage", b+"x", G, U)
@@ -292,7 +299,6 @@ func generateGoverned(t *testing.T) {
 	for name, v := range map[string]string{
 		"v1":          "550e8400-e29b-11d4-a716-446655440000",
 		"v7":          "01890a5d-ac96-774b-bcce-b302099a8057",
-		"upper-case":  "550E8400-E29B-41D4-A716-446655440000",
 		"braces":      "{550e8400-e29b-41d4-a716-446655440000}",
 		"no-dashes":   "550e8400e29b41d4a716446655440000",
 		"urn":         "urn:uuid:550e8400-e29b-41d4-a716-446655440000",
@@ -334,7 +340,9 @@ func generateGoverned(t *testing.T) {
 	for name, v := range map[string]string{"capitalized": "Domain", "unknown": "admin", "empty": ""} {
 		add("agent-type-"+name, rep(b, `"agent_type": "domain"`, fmt.Sprintf(`"agent_type": %q`, v)), G, S)
 	}
-	for name, v := range map[string]string{"two-parts": "1.0", "v-prefix": "v1.0.0", "prerelease": "1.0.0-rc1", "leading-zero": "01.0.0", "build": "1.0.0+build", "four-parts": "1.0.0.0"} {
+	// A pre-release or build suffix is semver ("Agent versions must be valid
+	// semver"): decided against the registry by the policy, not refused here.
+	for name, v := range map[string]string{"two-parts": "1.0", "v-prefix": "v1.0.0", "leading-zero": "01.0.0", "four-parts": "1.0.0.0", "prerelease-leading-zero": "1.0.0-01", "empty-prerelease": "1.0.0-"} {
 		add("agent-version-"+name, rep(b, `"agent_version": "1.0.0"`, fmt.Sprintf(`"agent_version": %q`, v)), G, S)
 	}
 	// I12 lookalike agent ids.

@@ -58,6 +58,15 @@ func generateSkill(t *testing.T) {
 		{name: "summary-exactly-50-runes.yaml", format: K, body: rep(b, `"Literature review covering 8 key papers on hepatocyte oxygen consumption rates in various culture formats"`,
 			`"Überblick über Sauerstoffverbrauch: Leberzellen ✓✓"`)},
 		{name: "newer-version-unknown-fields.yaml", format: K, codes: []string{"NEWER_VERSION"}, body: rep(rep(b, `version: "1.0"`, `version: "1.1"`), "quality:", "provenance:\n  model: x\nquality:\n  reviewer: alice")},
+		// "Compute checksum: sha256sum deliverable.location": the bare digest.
+		{name: "checksum-bare-hex.yaml", format: K, body: rep(b, "sha256:"+sum, sum)},
+		// Only the handoff block is "Required fields"; these lists are not.
+		{name: "optional-lists-omitted.yaml", format: K, body: rep(rep(rep(rep(b,
+			"  focus_areas: [\"oxygen consumption rates\", \"culture format comparison\", \"measurement methods\"]\n", ""),
+			"  known_gaps: [\"Limited data on 3D spheroid formats\", \"No papers after 2024\"]\n", ""),
+			"  open_questions: [\"Should we include non-mammalian hepatocytes?\"]\n", ""),
+			"  warnings: [\"Some older papers (pre-2020) may have outdated methods\"]\n", "")},
+		{name: "bom.yaml", format: K, body: "\xef\xbb\xbf" + b},
 	}
 	writeCorpus(t, filepath.Join(corpusRoot, "skill", "valid"), expectFile{}, valid)
 
@@ -84,7 +93,7 @@ func generateSkill(t *testing.T) {
 	add("deliverable-backslash", rep(b, skillDeliverable, `..\\..\\etc\\passwd`), "PATH_ESCAPE")
 	add("checksum-seed-placeholder", rep(b, "sha256:"+sum, "sha256:abc123..."), S)
 	add("checksum-upper-case", rep(b, sum, "ABCDEF"+sum[6:]), S)
-	add("checksum-bare-hex", rep(b, "sha256:"+sum, sum), S)
+	add("checksum-sha256sum-line", rep(b, "sha256:"+sum, sum+"  "+skillDeliverable), S)
 	add("checksum-mismatch", rep(b, sum, dataSum), "CHECKSUM_MISMATCH")
 	add("type-invalid", rep(b, "type: document", "type: report"), S)
 	add("format-invalid", rep(b, "format: markdown", "format: pdf"), S)
@@ -94,6 +103,10 @@ func generateSkill(t *testing.T) {
 	add("timestamp-invalid", rep(b, `"2026-02-03T14:30:00Z"`, `"yesterday"`), "INVALID_TIMESTAMP")
 	add("source-skill-homoglyph", rep(b, "source_skill: researcher", "source_skill: \"r\u0435searcher\""), S)
 	add("source-skill-bidi", rep(b, "source_skill: researcher", "source_skill: \"researcher\u202e\""), S)
+	// No source_skill: target_skill still says skill/1, so the error names
+	// the missing field (not "unknown format").
+	add("missing-source-skill", rep(b, "  source_skill: researcher\n", ""), S)
+	add("broken-yaml-missing-source-skill", rep(rep(b, "  source_skill: researcher\n", ""), "  target_skill: synthesizer", "  target_skill: synthesizer\n\t bad: indent"), U)
 	add("missing-quality", b[:len(b)-len("quality:\n  completion_status: complete\n  confidence: high\n  warnings: [\"Some older papers (pre-2020) may have outdated methods\"]\n")], S)
 	add("warnings-as-string", rep(b, `warnings: ["Some older papers (pre-2020) may have outdated methods"]`, `warnings: "none"`), S)
 	add("i8-alias", rep(b, "target_skill: synthesizer", "target_skill: &t synthesizer\n  extra: *t"), U)

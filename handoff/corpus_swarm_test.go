@@ -105,6 +105,7 @@ func generateSwarm(t *testing.T) {
 
 	W := handoff.Swarm
 	b := swarmSeed
+	sealed := sealSwarm(b)
 	minimal := `handoff:
   version: "2.0"
   timestamp: "2026-02-04T19:45:00Z"
@@ -127,13 +128,19 @@ func generateSwarm(t *testing.T) {
   "meta": {"perspectives_completed": 5, "convergence_level": "none", "handoff_chain": []}}}
 `},
 		{name: "unknown-fields-ignored.yaml", format: W, body: rep(minimal, "  context:", "  priority: high\n  extra:\n    nested: [1, 2]\n  context:") + "other_top_level: ignored\n"},
-		{name: "loop-warning.yaml", format: W, codes: []string{"HANDOFF_LOOP"}, body: sealSwarm(rep(rep(b, "skill: lit-pm", "skill: fact-checker"),
+		{name: "loop-warning.yaml", format: W, codes: []string{"HANDOFF_LOOP"}, body: sealSwarm(rep(rep(rep(b, "skill: lit-pm", "skill: fact-checker"), "category: research", "category: verification"),
 			`handoff_chain: ["perspective-swarm"]`, `handoff_chain: ["perspective-swarm", "fact-checker"]`))},
+		// YAML 1.2 allows a byte order mark at the start of the stream; the
+		// payload hash covers it (grep keeps it on the first line).
+		{name: "bom.yaml", format: W, body: sealSwarm("\xef\xbb\xbf" + b)},
+		// "payload_hash: string # sha256": the digest bare or "sha256:"-prefixed.
+		{name: "payload-hash-bare.yaml", format: W, body: rep(sealed, `"sha256:`, `"`)},
+		// "v1.0 payloads are still valid (v2.0 is a superset)"; v1.0 was hard-coded to lit-pm.
+		{name: "version-1-0.yaml", format: W, body: rep(rep(minimal, `version: "2.0"`, `version: "1.0"`), "skill: statistician", "skill: lit-pm")},
 	}
 	writeCorpus(t, filepath.Join(corpusRoot, "swarm", "valid"), expectFile{}, valid)
 
 	S, U, P := "SCHEMA_INVALID", "UNPARSEABLE", "UNKNOWN_FORMAT"
-	sealed := sealSwarm(b)
 	var h []doc
 	add := func(name, body string, format handoff.Format, codes ...string) {
 		h = append(h, doc{name: name + ".yaml", body: body, format: format, codes: codes})
@@ -141,6 +148,11 @@ func generateSwarm(t *testing.T) {
 	add("missing-version", rep(minimal, "  version: \"2.0\"\n", ""), W, S)
 	add("version-2-1", rep(minimal, `version: "2.0"`, `version: "2.1"`), W, S)
 	add("version-unquoted-float", rep(minimal, `version: "2.0"`, `version: 2.0`), W, S)
+	add("version-2-0-0", rep(minimal, `version: "2.0"`, `version: "2.0.0"`), W, S)
+	add("version-1-0-other-target", rep(minimal, `version: "2.0"`, `version: "1.0"`), W, S)
+	// No source and no version: the other members still say swarm/2, so the
+	// document is refused naming what it lacks (not "unknown format").
+	add("broken-no-source-no-version", rep(rep(minimal, "  version: \"2.0\"\n", ""), "  source:\n    skill: perspective-swarm\n    session_path: "+swarmSession+"\n", ""), W, S)
 	add("timestamp-invalid", rep(minimal, `"2026-02-04T19:45:00Z"`, `"2026-02-04 19:45"`), W, "INVALID_TIMESTAMP")
 	add("expired", rep(rep(minimal, `"2026-02-04T19:45:00Z"`, `"2026-02-04T18:00:00Z"`), "  source:", "  expires_at: \"2026-02-04T18:30:00Z\"\n  source:"), W, "EXPIRED")
 	add("expired-by-default", rep(minimal, `"2026-02-04T19:45:00Z"`, `"2026-02-04T18:30:00Z"`), W, "EXPIRED")
@@ -166,7 +178,7 @@ func generateSwarm(t *testing.T) {
 	add("checksum-mismatch", flipped, W, "CHECKSUM_MISMATCH")
 	add("tampered-after-sealing", rep(sealed, "European market?", "Asian market, now?"), W, "CHECKSUM_MISMATCH", "PAYLOAD_SIZE")
 	add("payload-size-wrong", strings.Replace(sealed, "payload_size_bytes: ", "payload_size_bytes: 1", 1), W, "PAYLOAD_SIZE")
-	add("payload-hash-unprefixed", rep(sealed, `"sha256:`, `"`), W, S)
+	add("payload-hash-upper-case", rep(sealed, sealed[hashAt:hashAt+64], strings.ToUpper(sealed[hashAt:hashAt+64])), W, S)
 	add("payload-hash-seed-placeholder", rep(sealed, sealed[hashAt-len(`"sha256:`):hashAt+65], `"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"`), W, "CHECKSUM_MISMATCH")
 	add("i8-anchor-alias", rep(minimal, "    skill: statistician", "    skill: &t statistician\n    category: *t"), W, U)
 	add("i8-billion-laughs", rep(minimal, "  context:", `  bomb:
@@ -187,7 +199,7 @@ func generateSwarm(t *testing.T) {
 	add("i1-duplicate-key", rep(minimal, "    skill: statistician", "    skill: statistician\n    skill: lit-pm"), W, U)
 	add("i1-duplicate-top-handoff", minimal+strings.Replace(minimal, "statistician", "lit-pm", 1), W, U)
 	add("i3-two-documents", minimal+"---\n"+minimal, W, U)
-	add("i3-bom", "\xef\xbb\xbf"+minimal, W, U)
+	add("i5-huge-integer", sealSwarm(rep(b, "perspectives_completed: 5", "perspectives_completed: 9007199254740993")), W, U)
 	add("i4-invalid-utf8", rep(minimal, "churn", "ch\xffurn"), "", U)
 	add("i6-depth-33", rep(minimal, "  context:", "  deep: "+strings.Repeat("[", 31)+strings.Repeat("]", 31)+"\n  context:"), W, U)
 	add("syntax-error-tab-indent", rep(minimal, "    skill: statistician", "\tskill: statistician"), W, U)

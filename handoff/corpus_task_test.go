@@ -115,6 +115,10 @@ func generateTask(t *testing.T) {
 		{name: "blocked.md", body: blocked, format: T},
 		{name: "failed-fenced-yml.md", body: failed, format: T},
 		{name: "crlf-line-endings.md", body: crlf(blocked), format: T},
+		// Prose between the heading and the fence; a ~~~ fence (CommonMark).
+		{name: "prose-before-fence.md", format: T, body: "# Task 8: Docs\n\n## Handoff\n\nThe handoff block follows.\n\n```yaml\noutcome: completed\n```\n"},
+		{name: "tilde-fence.md", format: T, body: "## Handoff\n\n~~~yaml\noutcome: completed\nfiles_created:\n  - path: docs/a.md\n    purpose: Notes with a ``` fence inside\n    lines: all\n~~~\n"},
+		{name: "bom.md", format: T, body: "\xef\xbb\xbf" + blocked},
 	}
 	writeCorpus(t, filepath.Join(corpusRoot, "task", "valid"), expectFile{From: "orchestrator", To: "domain-03-technical"}, valid)
 
@@ -157,6 +161,9 @@ func generateTask(t *testing.T) {
 	add("i3-two-documents-in-fence", "## Handoff\n\n```yaml\noutcome: completed\n---\noutcome: failed\n```\n", U)
 	add("i1-duplicate-outcome", rep(b, "outcome: completed", "outcome: completed\noutcome: blocked"), U)
 	add("scalar-not-mapping", "## Handoff\n\njust some prose\n", S)
+	add("heading-level-3", rep(blocked, "## Handoff", "### Handoff"), S)
+	add("yaml-without-heading", "outcome: completed\n", S)
+	add("tilde-fence-not-closed-by-backticks", "## Handoff\n\n~~~yaml\noutcome: completed\n```\n", U)
 	h = append(h, doc{name: "no-agents.md", body: blocked, format: T, codes: []string{"AGENTS_REQUIRED"}, noAgents: true})
 	writeCorpus(t, filepath.Join(corpusRoot, "task", "hostile"), expectFile{From: "orchestrator", To: "domain-03-technical"}, h)
 }

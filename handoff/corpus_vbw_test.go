@@ -109,6 +109,10 @@ func generateVBW(t *testing.T) {
 	valid = append(valid,
 		doc{name: "qa-fail-without-details.json", format: V, codes: []string{"COUNTS_INCONSISTENT"}, body: `{"type": "qa_result", "tier": "deep", "result": "FAIL", "checks": {"passed": 1, "failed": 1, "total": 2}, "body": "one check failed"}`},
 		doc{name: "markdown-fallback.md", format: V, codes: []string{"MARKDOWN_FALLBACK"}, body: "## Scout findings\n\nThe stack is Go 1.26 with bbolt; see STACK.md.\n"},
+		// Markdown often starts with "[": not JSON, so prose.
+		doc{name: "markdown-starts-with-bracket.md", format: V, codes: []string{"MARKDOWN_FALLBACK"}, body: "[STACK.md](STACK.md) lists the stack: Go 1.26, bbolt.\n\n- [x] scouted\n"},
+		doc{name: "debugger-low-insufficient-evidence.json", format: V, body: rep(rep(vbwDebugger, `"confidence": "high"`, `"confidence": "low"`),
+			`"Add mutex lock around token refresh in auth middleware, or 'Insufficient evidence' if confidence is low"`, `"Insufficient evidence"`)},
 	)
 	writeCorpus(t, filepath.Join(corpusRoot, "vbw", "valid"), expectFile{From: "domain-03-technical", To: "domain-02-analysis"}, valid)
 
@@ -142,6 +146,16 @@ func generateVBW(t *testing.T) {
 	add("progress-commit-upper-case", rep(vbwProgress, `"abc1234"`, `"ABC1234"`), V, S)
 	add("progress-commit-too-short", rep(vbwProgress, `"abc1234"`, `"abc12"`), V, S)
 	add("progress-status-invalid", rep(vbwProgress, `"status": "complete"`, `"status": "done"`), V, S)
+	// "task: Task identifier (plan-id/task-name)".
+	add("progress-task-without-plan", rep(vbwProgress, `"task": "03-01/task-3"`, `"task": "task-3"`), V, S)
+	add("progress-task-of-other-plan", rep(vbwProgress, `"task": "03-01/task-3"`, `"task": "03-02/task-3"`), V, S)
+	// "recommended_fix: Minimal fix description if high confidence, or "Insufficient evidence"".
+	add("debugger-low-with-fix", rep(vbwDebugger, `"confidence": "high"`, `"confidence": "low"`), V, S)
+	add("debugger-high-insufficient-evidence", rep(vbwDebugger, `"Add mutex lock around token refresh in auth middleware, or 'Insufficient evidence' if confidence is low"`, `"Insufficient evidence"`), V, S)
+	// With --from/--to, only prose falls back to markdown.
+	add("json-array-not-markdown", `[{"type": "dev_progress"}]`, "", P)
+	h = append(h, doc{name: "yaml-handoff-not-markdown.yaml", body: "handoff:\n  note: not swarm/2, not skill/1\n", codes: []string{P}})
+	h = append(h, doc{name: "task-heading-not-markdown.md", format: handoff.Task, body: "# Task 4\n\n### Handoff\n\noutcome: completed\n", codes: []string{S}})
 	add("blocker-missing-needs", rep(vbwBlocker, `"needs": "03-01 to complete first",`, ``), V, S)
 	add("debugger-evidence-as-string", rep(vbwDebugger, `"evidence_against": [
     "Token TTL is 30min — unlikely to expire mid-request in normal flow"

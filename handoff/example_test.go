@@ -16,7 +16,7 @@ func ExampleParse() {
 	}
 	// Output:
 	// vbw/1 domain-03-technical -> domain-02-analysis
-	// COUNTS_INCONSISTENT error 1:50: result: result PASS with 1 failed checks
+	// COUNTS_INCONSISTENT error 1:50: result: result PASS with a non-zero checks.failed
 }
 
 func ExampleDetect() {

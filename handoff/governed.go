@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"golang.org/x/mod/semver"
 
+	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -15,39 +15,38 @@ var (
 	requestTypes = []string{"query", "task", "analysis", "decision"}
 )
 
+// governedClosed is why an unknown governed/1 member is an error.
+const governedClosed = "seed 003 defines the canonical structure of a governed/1 handoff and no other field (no trace_id or workflow_id)"
+
 func parseGoverned(c *checker, rec *Record, data []byte) {
-	root, err := jsonTree(data)
-	if err != nil {
-		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
+	root, ok := c.jsonRoot(data)
+	if !ok || !c.want("", root, kObject) {
 		return
 	}
-	if !c.want("", root, kObject) {
-		return
-	}
-	c.known(root, "", "handoff_id", "timestamp", "protocol_version", "source_agent", "target_agent", "context", "governance")
+	c.known(root, "", governedClosed, "handoff_id", "timestamp", "protocol_version", "source_agent", "target_agent", "context", "governance")
 
 	if s, v, ok := c.str(root, "", "handoff_id", true, false); ok {
-		if validUUIDv4(s) {
-			rec.HandoffID = s
+		if id, ok := canonicalUUIDv4(s); ok {
+			rec.HandoffID = id
 		} else {
 			c.add(reason.InvalidID, reason.Error, "handoff_id", v,
-				"%s is not a UUID v4 in canonical lower-case form (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", quote(s))
+				"is not a UUID version 4 in its 36-character form (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx, hex digits in either case)")
 		}
 	}
 	if s, _, ok := c.timestamp(root, "", "timestamp", true); ok && fits(s) {
 		rec.Timestamp = s
 	}
 	if s, v, ok := c.str(root, "", "protocol_version", true, false); ok && s != "1.0.0" {
-		c.schema("protocol_version", v, "%s is not the supported protocol version \"1.0.0\"", quote(s))
+		c.schema("protocol_version", v, "is not the protocol version of seed 003, \"1.0.0\"")
 	}
 	rec.Source = governedAgent(c, root, "source_agent")
 	rec.Target = governedAgent(c, root, "target_agent")
 
 	if ctx := c.object(root, "", "context", true); ctx != nil {
-		c.known(ctx, "context", "request", "state")
+		c.known(ctx, "context", governedClosed, "request", "state")
 		if req := c.object(ctx, "context", "request", true); req != nil {
 			const p = "context.request"
-			c.known(req, p, "type", "description", "input_data", "constraints", "expected_output")
+			c.known(req, p, governedClosed, "type", "description", "input_data", "constraints", "expected_output")
 			if s, ok := c.enum(req, p, "type", true, reason.InvalidRequestType, requestTypes...); ok {
 				rec.RequestType = s
 			}
@@ -60,7 +59,7 @@ func parseGoverned(c *checker, rec *Record, data []byte) {
 		}
 		if st := c.object(ctx, "context", "state", true); st != nil {
 			const p = "context.state"
-			c.known(st, p, "conversation_history", "accumulated_context", "decisions_made")
+			c.known(st, p, governedClosed, "conversation_history", "accumulated_context", "decisions_made")
 			c.objects(st, p, "conversation_history", true)
 			c.object(st, p, "accumulated_context", true)
 			c.objects(st, p, "decisions_made", true)
@@ -69,7 +68,7 @@ func parseGoverned(c *checker, rec *Record, data []byte) {
 
 	if g := c.object(root, "", "governance", true); g != nil {
 		const p = "governance"
-		c.known(g, p, "source_agent_verified", "target_agent_verified", "composition_valid", "boundaries_respected", "audit_trail")
+		c.known(g, p, governedClosed, "source_agent_verified", "target_agent_verified", "composition_valid", "boundaries_respected", "audit_trail")
 		a := &Attestation{
 			SourceAgentVerified: c.boolean(g, p, "source_agent_verified", true),
 			TargetAgentVerified: c.boolean(g, p, "target_agent_verified", true),
@@ -89,7 +88,7 @@ func governedAgent(c *checker, root *node, key string) AgentRef {
 	if a == nil {
 		return ref
 	}
-	c.known(a, key, "agent_type", "agent_id", "agent_version", "prompt_hash")
+	c.known(a, key, governedClosed, "agent_type", "agent_id", "agent_version", "prompt_hash")
 	if s, ok := c.enum(a, key, "agent_type", true, reason.SchemaInvalid, agentTypes...); ok {
 		ref.Type = s
 	}
@@ -97,37 +96,35 @@ func governedAgent(c *checker, root *node, key string) AgentRef {
 		ref.ID = s
 	}
 	if s, v, ok := c.str(a, key, "agent_version", true, false); ok {
-		if strictSemver(s) {
+		if manifest.CheckVersion(s) == nil && fits(s) {
 			ref.Version = s
 		} else {
-			c.schema(key+".agent_version", v, "%s is not a semantic version of the form MAJOR.MINOR.PATCH", quote(s))
+			c.schema(key+".agent_version", v, "is not a semantic version (MAJOR.MINOR.PATCH, optional -prerelease and +build, no \"v\" prefix or leading zeros, at most %d bytes)", manifest.MaxVersionLength)
 		}
 	}
 	if s, v, ok := c.str(a, key, "prompt_hash", true, false); ok {
 		if validPromptHash(s) {
 			ref.PromptHash = s
 		} else {
-			c.schema(key+".prompt_hash", v, "%s is not 64 lower-case hex digits, bare or after \"sha256:\"", quote(s))
+			c.schema(key+".prompt_hash", v, "is not a SHA-256 digest: 64 lower-case hex digits, bare or after \"sha256:\"")
 		}
 	}
 	return ref
 }
 
-// validUUIDv4 accepts only the canonical 36-character lower-case form of
-// an RFC 4122 version 4 UUID.
-func validUUIDv4(s string) bool {
+// canonicalUUIDv4 accepts the 36-character form of an RFC 4122 version 4
+// UUID, hex digits in either case (RFC 4122 section 3: "case insensitive
+// on input"), and returns it in lower case, so that one UUID is one
+// handoff id for replay detection.
+func canonicalUUIDv4(s string) (string, bool) {
 	if len(s) != 36 {
-		return false
+		return "", false
 	}
 	u, err := uuid.Parse(s)
-	return err == nil && u.Version() == 4 && u.Variant() == uuid.RFC4122 && u.String() == s
-}
-
-// strictSemver accepts exactly MAJOR.MINOR.PATCH (no "v", pre-release or
-// build metadata, no leading zeros).
-func strictSemver(s string) bool {
-	v := "v" + s
-	return semver.IsValid(v) && semver.Canonical(v) == v && semver.Prerelease(v) == "" && !strings.Contains(s, "+")
+	if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != strings.ToLower(s) {
+		return "", false
+	}
+	return u.String(), true
 }
 
 // validPromptHash accepts a SHA-256 in lower-case hex, bare or with the

@@ -137,8 +137,13 @@ func TestNormalizedFields(t *testing.T) {
 	bad := rep(rep(rep(governedSeed, `"550e8400-e29b-41d4-a716-446655440000"`, `"550E8400-E29B-41D4-A716-446655440000"`),
 		`"agent_id": "domain-05-product"`, `"agent_id": "domain-05-pr\u043educt"`), hashProduct, strings.ToUpper(hashProduct))
 	rec = handoff.Parse([]byte(bad), handoff.Options{})
-	if rec.HandoffID != "" || rec.Source.ID != "" || rec.Source.PromptHash != "" {
+	if rec.Source.ID != "" || rec.Source.PromptHash != "" {
 		t.Errorf("invalid values reached the record: %+v", rec)
+	}
+	// An upper-case UUID is the same UUID (RFC 4122: case-insensitive on
+	// input): recorded in its canonical lower-case form.
+	if rec.HandoffID != "550e8400-e29b-41d4-a716-446655440000" {
+		t.Errorf("HandoffID = %q, want the canonical lower-case form", rec.HandoffID)
 	}
 	// Agents of vbw/1 and task/1 come from the options; workflow ids from the documents.
 	rec = handoff.Parse([]byte(vbwProgress), handoff.Options{From: "domain-03-technical", To: "domain-02-analysis"})

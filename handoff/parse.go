@@ -57,9 +57,10 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		if p := recover(); p != nil {
 			// A parser bug must not take the ledger down; the document is
 			// still recorded, rejected.
+			// The panic value may hold document text: it is not quoted.
 			*rec = Record{Format: rec.Format, Raw: data, Findings: []reason.Reason{{
 				Code: reason.Unparseable, Severity: reason.Error,
-				Message: fmt.Sprintf("internal parser failure: %v", p),
+				Message: "internal parser failure",
 			}}}
 		}
 	}()
@@ -81,18 +82,29 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		switch {
 		case err == nil:
 			format = f
-		case errors.Is(err, ErrUnknownFormat) && (opts.From != "" || opts.To != "") && !looksJSON(data):
-			format = VBW
 		case errors.Is(err, ErrNotText):
 			c.add(reason.Unparseable, reason.Error, "", nil, "%s", notTextReason(data))
 			return rec
+		case errors.Is(err, ErrUnknownFormat) && (opts.From != "" || opts.To != ""):
+			// Only prose falls back to vbw/1 markdown; a document shaped
+			// like another format is judged as that format, or refused.
+			near, why := nearFormat(data)
+			switch near {
+			case "":
+				format = VBW
+			case Task:
+				format = Task
+			default:
+				c.add(reason.UnknownFormat, reason.Error, "", nil, "%v; not read as vbw/1 markdown: %s", err, why)
+				return rec
+			}
 		default:
 			c.add(reason.UnknownFormat, reason.Error, "", nil, "%v", err)
 			return rec
 		}
 	}
 	if !slices.Contains(Formats, format) {
-		c.add(reason.UnknownFormat, reason.Error, "", nil, "unknown format %s (known: %s)", quote(string(format)), formatList(Formats))
+		c.add(reason.UnknownFormat, reason.Error, "", nil, "unknown format (known: %s)", formatList(Formats))
 		return rec
 	}
 	rec.Format = format
@@ -101,10 +113,10 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		c.add(reason.Unparseable, reason.Error, "", nil, "%d:%d: invalid UTF-8", line, col)
 		return rec
 	}
-	if bytes.HasPrefix(data, bom) {
-		c.add(reason.Unparseable, reason.Error, "", nil, "1:1: byte order mark before the document")
-		return rec
-	}
+	// A byte order mark: JSON refuses it (governed/1, vbw/1 JSON: RFC 8259
+	// section 8.1 lets a parser refuse it, and the strict reader does); YAML
+	// 1.2 allows one at the start of a stream and markdown is text, so
+	// swarm/2, skill/1, task/1 and vbw/1 markdown read the text after it.
 	switch format {
 	case Governed:
 		parseGoverned(c, rec, data)
@@ -159,18 +171,56 @@ func formatList(fs []Format) string {
 	return strings.Join(s, ", ")
 }
 
+// nearFormat says what undetected text is, for the vbw/1 markdown
+// fallback: "" for prose; Task for markdown with a heading that is almost
+// "## Handoff" or bare YAML with a top-level outcome (a task/1 file with a
+// broken heading: judged as task/1, which refuses it); UnknownFormat-worthy
+// structure otherwise (Governed stands for any JSON, Swarm for a YAML
+// handoff document that is neither swarm/2 nor skill/1), with why.
+func nearFormat(data []byte) (Format, string) {
+	text := bytes.TrimPrefix(data, bom)
+	switch {
+	case vbwJSON(text):
+		return Governed, "the text is JSON, and no JSON document falls back to markdown"
+	case structuredLineRE.Match(text):
+		return Swarm, "it has the lines of a swarm/2 or skill/1 YAML document (handoff:, source_skill:, target_skill:, session_path:, deliverable:)"
+	}
+	lines := splitLines(text)
+	near := false
+	outsideFences(lines, func(i int) bool {
+		near = nearHeadingRE.MatchString(lines[i]) || outcomeLineRE.MatchString(lines[i])
+		return !near
+	})
+	if near {
+		return Task, "a task/1 file"
+	}
+	return "", ""
+}
+
+var (
+	// structuredLineRE finds a key line of a swarm/2 or skill/1 document.
+	structuredLineRE = regexp.MustCompile(`(?m)^[ \t]*(handoff|source_skill|target_skill|session_path|deliverable)[ \t]*:`)
+	// nearHeadingRE finds a heading that names a handoff section.
+	nearHeadingRE = regexp.MustCompile(`(?i)^ {0,3}#{1,6}[ \t]*handoff\b`)
+	// outcomeLineRE finds task/1's outcome key at the top level.
+	outcomeLineRE = regexp.MustCompile(`^outcome[ \t]*:`)
+)
+
 // looksJSON reports whether the first non-space byte opens a JSON object
-// or array: such input is never taken as vbw/1 markdown.
+// or array.
 func looksJSON(data []byte) bool {
 	t := bytes.TrimLeft(bytes.TrimPrefix(data, bom), " \t\r\n")
 	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 var (
-	handoffHeadingRE = regexp.MustCompile(`^##[ \t]+Handoff[ \t]*$`)
-	topHandoffKeyRE  = regexp.MustCompile(`(?m)^handoff[ \t]*:`)
-	sourceSkillKeyRE = regexp.MustCompile(`(?m)^[ \t]+source_skill[ \t]*:`)
-	sourceKeyRE      = regexp.MustCompile(`(?m)^[ \t]+source[ \t]*:`)
+	// handoffHeadingRE is seed 004's "## Handoff" heading (CommonMark: up
+	// to three spaces before it, an optional closing run of "#").
+	handoffHeadingRE    = regexp.MustCompile(`^ {0,3}##[ \t]+Handoff([ \t]+#+)?[ \t]*$`)
+	topHandoffKeyRE     = regexp.MustCompile(`(?m)^handoff[ \t]*:`)
+	skillLineRE         = regexp.MustCompile(`(?m)^[ \t]+(source_skill|target_skill)[ \t]*:`)
+	swarmLineRE         = regexp.MustCompile(`(?m)^[ \t]+(source|target|session_path)[ \t]*:`)
+	topDeliverableKeyRE = regexp.MustCompile(`(?m)^deliverable[ \t]*:`)
 )
 
 var vbwTypes = []string{"scout_findings", "dev_progress", "dev_blocker", "qa_result", "debugger_report"}
@@ -257,7 +307,7 @@ func Detect(data []byte) (Format, []Format, error) {
 			}
 		}
 		if gk != "" {
-			note(Governed, true, "member "+quote(gk))
+			note(Governed, true, "member "+fieldKey(gk))
 		} else {
 			note(Governed, false, "no handoff_id/source_agent/target_agent/protocol_version member")
 		}
@@ -265,9 +315,9 @@ func Detect(data []byte) (Format, []Format, error) {
 		case typ == nil:
 			note(VBW, false, `no string "type" member`)
 		case slices.Contains(vbwTypes, *typ):
-			note(VBW, true, `"type" is `+quote(*typ))
+			note(VBW, true, `"type" `+*typ)
 		default:
-			note(VBW, false, `"type" `+quote(*typ)+" is not one of "+strings.Join(vbwTypes, ", "))
+			note(VBW, false, `"type" is not one of `+strings.Join(vbwTypes, ", "))
 		}
 	}
 	// JSON is YAML: a JSON object can only be a swarm/2 or skill/1 document
@@ -302,20 +352,28 @@ func yamlHandoff(text []byte) (swarm, skill bool, why string) {
 	root, err := yamlTree(text, 0)
 	if err != nil {
 		if !utf8.Valid(text) || !topHandoffKeyRE.Match(text) {
+			if utf8.Valid(text) && topDeliverableKeyRE.Match(text) {
+				return false, true, `unparsed YAML with a top-level "deliverable:" line`
+			}
 			return false, false, "no top-level YAML \"handoff\" mapping"
 		}
 		// Unreadable YAML with a top-level handoff key: attribute it by its
 		// lines so that the format reports the syntax error.
-		if sourceSkillKeyRE.Match(text) {
-			return false, true, `unparsed YAML with "handoff:" and "source_skill:" lines`
+		switch sw, sk := swarmLineRE.Match(text), skillLineRE.Match(text); {
+		case sk && !sw:
+			return false, true, `unparsed YAML with "handoff:" and skill/1 lines (source_skill:, target_skill:)`
+		case sw && !sk:
+			return true, false, `unparsed YAML with "handoff:" and swarm/2 lines (source:, target:, session_path:)`
+		case sw && sk:
+			return true, true, "unparsed YAML with both swarm/2 and skill/1 lines"
 		}
-		if sourceKeyRE.Match(text) {
-			return true, false, `unparsed YAML with "handoff:" and "source:" lines`
-		}
-		return false, false, "top-level \"handoff:\" line without source or source_skill"
+		return false, false, "top-level \"handoff:\" line without the lines of swarm/2 or skill/1"
 	}
 	h, ok := root.member("handoff")
 	if !ok || h.kind != kObject {
+		if d, ok := root.member("deliverable"); ok && d.kind == kObject {
+			return false, true, `top-level "deliverable" mapping (skill/1 without a handoff block)`
+		}
 		return false, false, "no top-level YAML \"handoff\" mapping"
 	}
 	if _, ok := h.member("source_skill"); ok {
@@ -337,29 +395,115 @@ func yamlHandoff(text []byte) (swarm, skill bool, why string) {
 	case skill:
 		return false, true, "handoff.source_skill"
 	}
-	return false, false, "handoff mapping has neither source.skill nor source_skill"
+	// Neither source: the other members tell a broken document's format, so
+	// that it is refused naming what it lacks.
+	for _, k := range []string{"source", "target", "expires_at", "context", "insights", "research_seeds", "meta"} {
+		if _, ok := h.member(k); ok {
+			swarm = true
+		}
+	}
+	if _, ok := h.member("target_skill"); ok {
+		skill = true
+	}
+	for _, k := range []string{"deliverable", "quality"} {
+		if _, ok := root.member(k); ok {
+			skill = true
+		}
+	}
+	switch {
+	case swarm && skill:
+		return true, true, "handoff has members of both swarm/2 and skill/1"
+	case swarm:
+		return true, false, "handoff has swarm/2 members (source, target, context, meta, ...)"
+	case skill:
+		return false, true, "handoff.target_skill or a top-level deliverable or quality"
+	}
+	return false, false, "handoff mapping has no member of swarm/2 or skill/1"
 }
 
 func splitLines(text []byte) []string {
 	return strings.Split(strings.ReplaceAll(string(text), "\r\n", "\n"), "\n")
 }
 
-func isFence(line string) bool { return strings.HasPrefix(strings.TrimLeft(line, " "), "```") }
+// fence is an open fenced code block of markdown (CommonMark 4.5): a run
+// of at least three backticks or tildes.
+type fence struct {
+	char byte
+	n    int
+}
+
+// openFence reports whether line opens a fenced code block: up to three
+// spaces, then three or more backticks or tildes (a backtick fence's info
+// string holds no backtick). info is the info string's first word.
+func openFence(line string) (f fence, info string, ok bool) {
+	t := strings.TrimLeft(line, " ")
+	if len(line)-len(t) > 3 || len(t) < 3 || (t[0] != '`' && t[0] != '~') {
+		return fence{}, "", false
+	}
+	n := 0
+	for n < len(t) && t[n] == t[0] {
+		n++
+	}
+	if n < 3 {
+		return fence{}, "", false
+	}
+	rest := strings.TrimSpace(t[n:])
+	if t[0] == '`' && strings.Contains(rest, "`") {
+		return fence{}, "", false
+	}
+	if i := strings.IndexAny(rest, " \t"); i >= 0 {
+		rest = rest[:i]
+	}
+	return fence{char: t[0], n: n}, rest, true
+}
+
+// closes reports whether line closes f: up to three spaces, at least as
+// many of the same character, then only blanks.
+func (f fence) closes(line string) bool {
+	t := strings.TrimLeft(line, " ")
+	if len(line)-len(t) > 3 {
+		return false
+	}
+	n := 0
+	for n < len(t) && t[n] == f.char {
+		n++
+	}
+	return n >= f.n && strings.TrimSpace(t[n:]) == ""
+}
+
+// outsideFences calls fn with the index of every line that is not inside
+// (or a delimiter of) a fenced code block, until fn returns false.
+func outsideFences(lines []string, fn func(i int) bool) {
+	var open *fence
+	for i, l := range lines {
+		if open != nil {
+			if open.closes(l) {
+				open = nil
+			}
+			continue
+		}
+		if f, _, ok := openFence(l); ok {
+			open = &f
+			continue
+		}
+		if !fn(i) {
+			return
+		}
+	}
+}
 
 // findHandoffHeading returns the index of the first "## Handoff" line
 // outside fenced code blocks, or -1.
 func findHandoffHeading(lines []string) int {
-	in := false
-	for i, l := range lines {
-		if isFence(l) {
-			in = !in
-			continue
+	at := -1
+	outsideFences(lines, func(i int) bool {
+		if handoffHeadingRE.MatchString(lines[i]) {
+			at = i
+			return false
 		}
-		if !in && handoffHeadingRE.MatchString(l) {
-			return i
-		}
-	}
-	return -1
+		return true
+	})
+	return at
 }
 
 // jsonTopLevel reads the top-level member names of a JSON object leniently

@@ -1,6 +1,10 @@
 package handoff
 
-import "github.com/govledger/govledger/reason"
+import (
+	"strings"
+
+	"github.com/govledger/govledger/reason"
+)
 
 // Format identifies one of the five handoff formats.
 type Format string
@@ -59,8 +63,60 @@ type Record struct {
 	// Findings are the format's own rule violations, with stable codes.
 	// Governance rules (registry, lock, boundaries) are not checked here.
 	Findings []reason.Reason
+	// MessageType is the vbw/1 message "type" ("" for other formats and
+	// for a markdown message).
+	MessageType string
 	// Raw is the document exactly as submitted.
 	Raw []byte
+
+	// root is the parsed swarm/2 document, for Text and HasValue.
+	root *node
+}
+
+// Text returns the string at the dotted member path of a swarm/2 document
+// (for example "handoff.target.category"), whatever its length; ok is
+// false when the member is absent or not a string, and for other formats.
+// The policy uses it for rules that need the registry; a value it returns
+// is the document's and must not be copied into a message.
+func (r *Record) Text(path string) (string, bool) {
+	n := r.lookup(path)
+	if n == nil || n.kind != kString {
+		return "", false
+	}
+	return n.text, true
+}
+
+// HasValue reports whether the dotted member path of a swarm/2 document
+// holds a value: present, not null, not an empty or blank string, not an
+// empty list or mapping. It is false for other formats.
+func (r *Record) HasValue(path string) bool {
+	n := r.lookup(path)
+	switch {
+	case n == nil || n.big || n.kind == kNull:
+		return false
+	case n.kind == kString:
+		return strings.TrimSpace(n.text) != ""
+	case n.kind == kArray:
+		return len(n.items) > 0
+	case n.kind == kObject:
+		return len(n.keys) > 0
+	}
+	return true
+}
+
+func (r *Record) lookup(path string) *node {
+	if r == nil || r.root == nil || path == "" {
+		return nil
+	}
+	n := r.root
+	for _, k := range strings.Split(path, ".") {
+		m, ok := n.member(k)
+		if !ok {
+			return nil
+		}
+		n = m
+	}
+	return n
 }
 
 // Observation is one fact about the file system that a format rule needed

@@ -60,18 +60,33 @@ func SwarmPreimage(doc []byte) []byte {
 	return out.Bytes()
 }
 
+// SwarmVersions are the handoff.version values swarm/2 reads: "2.0", and
+// "1.0" because seed 000 keeps v1.0 payloads valid ("v2.0 is a
+// superset"). A v1.0 payload's target is lit-pm, the skill v1.0 was
+// hard-coded to.
+var SwarmVersions = []string{"2.0", "1.0"}
+
+// swarmV1Target is the only target of a swarm v1.0 payload.
+const swarmV1Target = "lit-pm"
+
 func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
-	root, ok := c.yamlObject(data)
+	root, ok := c.yamlObject(bytes.TrimPrefix(data, bom))
 	if !ok {
 		return
 	}
+	rec.root = root
 	h := c.object(root, "", "handoff", true)
 	if h == nil {
 		return
 	}
 	const p = "handoff"
-	if s, v, ok := c.str(h, p, "version", true, false); ok && s != "2.0" {
-		c.schema(p+".version", v, "%s is not \"2.0\"", quote(s))
+	version := ""
+	if s, v, ok := c.str(h, p, "version", true, false); ok {
+		if slices.Contains(SwarmVersions, s) {
+			version = s
+		} else {
+			c.schema(p+".version", v, "is not \"2.0\" (or \"1.0\", whose payloads seed 000 keeps valid)")
+		}
 	}
 	ts, t, tsOK := c.timestamp(h, p, "timestamp", true)
 	if tsOK && fits(ts) {
@@ -88,8 +103,8 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 		if !ok {
 			v, _ = h.member("timestamp")
 		}
-		c.add(reason.Expired, reason.Error, p+".expires_at", v, "payload expired at %s (now %s)",
-			expires.UTC().Format(time.RFC3339Nano), opts.Now.UTC().Format(time.RFC3339Nano))
+		c.add(reason.Expired, reason.Error, p+".expires_at", v, "the payload expired %s before the ledger time %s (expires_at defaults to timestamp + 1h)",
+			opts.Now.Sub(expires).Round(time.Second), opts.Now.UTC().Format(time.RFC3339Nano))
 	}
 
 	var names []string // session directory entries, when observed
@@ -97,7 +112,7 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 		const sp = p + ".source"
 		if s, v, ok := c.str(src, sp, "skill", true, false); ok {
 			if s != SwarmSource {
-				c.schema(sp+".skill", v, "%s is not %q", quote(s), SwarmSource)
+				c.schema(sp+".skill", v, "is not %q, the only source seed 000 allows", SwarmSource)
 			} else {
 				rec.Source.ID = s
 			}
@@ -113,11 +128,11 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 				o := opts.Env.Observe(OpDir, s)
 				switch {
 				case o.Escapes:
-					c.add(reason.PathEscape, reason.Error, sp+".session_path", v, "path %s leaves the root", quote(s))
+					c.add(reason.PathEscape, reason.Error, sp+".session_path", v, "path leaves the root")
 				case !o.Exists:
-					c.add(reason.SessionUnreadable, reason.Error, sp+".session_path", v, "session directory %s does not exist", quote(s))
+					c.add(reason.SessionUnreadable, reason.Error, sp+".session_path", v, "the session directory does not exist")
 				case o.Err != "":
-					c.add(reason.SessionUnreadable, reason.Error, sp+".session_path", v, "session directory %s is not readable: %s", quote(s), o.Err)
+					c.add(reason.SessionUnreadable, reason.Error, sp+".session_path", v, "the session directory is not readable: %s", o.Err)
 				default:
 					names = o.Names
 				}
@@ -128,7 +143,11 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 	if tg := c.object(h, p, "target", true); tg != nil {
 		const tp = p + ".target"
 		if s, v, ok := c.str(tg, tp, "skill", true, true); ok && c.agentID(tp+".skill", v, s) {
-			rec.Target.ID, target = s, s
+			if version == "1.0" && s != swarmV1Target {
+				c.schema(tp+".skill", v, "is not %q: a version \"1.0\" payload hands off to %s only (seed 000: in v1.0 the target was hardcoded)", swarmV1Target, swarmV1Target)
+			} else {
+				rec.Target.ID, target = s, s
+			}
 		}
 		c.str(tg, tp, "invocation", false, false)
 		c.str(tg, tp, "category", false, false)
@@ -190,7 +209,7 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 			if int64(count) != n {
 				v, _ := m.member("perspectives_completed")
 				c.add(reason.PerspectiveCount, reason.Error, mp+".perspectives_completed", v,
-					"says %d perspectives, the session directory holds %d files matching %s", n, count, PerspectivePattern)
+					"differs from the number of files matching %s in the session directory, %d", PerspectivePattern, count)
 			}
 		}
 		c.enum(m, mp, "convergence_level", false, reason.SchemaInvalid, convergenceLevels...)
@@ -202,24 +221,24 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 		}
 		pre := SwarmPreimage(data)
 		if s, v, ok := c.str(m, mp, "payload_hash", false, false); ok {
-			hexPart, prefixed := strings.CutPrefix(s, "sha256:")
+			hexPart := strings.TrimPrefix(s, "sha256:")
 			sum := sha256.Sum256(pre)
 			switch {
-			case !prefixed || !sha256HexRE.MatchString(hexPart):
-				c.schema(mp+".payload_hash", v, "%s is not \"sha256:\" followed by 64 lower-case hex digits", quote(s))
+			case !sha256HexRE.MatchString(hexPart):
+				c.schema(mp+".payload_hash", v, "is not a SHA-256 digest: 64 lower-case hex digits, bare or after \"sha256:\"")
 			case hexPart != hex.EncodeToString(sum[:]):
 				c.add(reason.ChecksumMismatch, reason.Error, mp+".payload_hash", v,
-					"payload hash is %s, the document's preimage hashes to sha256:%x", quote(s), sum)
+					"does not match the payload: the document without its payload_hash and payload_size_bytes lines hashes to sha256:%x", sum)
 			}
 		}
 		if n, ok := c.integer(m, mp, "payload_size_bytes", false, 0); ok && n != int64(len(pre)) {
 			v, _ := m.member("payload_size_bytes")
 			c.add(reason.PayloadSize, reason.Error, mp+".payload_size_bytes", v,
-				"says %d bytes, the document's preimage has %d", n, len(pre))
+				"does not match the payload: the document without its payload_hash and payload_size_bytes lines has %d bytes", len(pre))
 		}
 	}
 	if target != "" && slices.Contains(chain, target) {
 		c.add(reason.HandoffLoop, reason.Warning, "handoff.meta.handoff_chain", chainNode,
-			"target skill %s already appears in the handoff chain: potential loop", quote(target))
+			"the target skill (handoff.target.skill) already appears in the handoff chain: potential loop")
 	}
 }

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,45 +22,72 @@ var (
 	fenceInfoSet = []string{"", "yaml", "yml"}
 )
 
-// taskBlock finds the YAML of a task/1 file: the first "## Handoff" heading
-// outside code fences, then (after blank lines) either a fenced block
-// (```yaml, ```yml or ```) up to its closing fence, or bare YAML up to the
-// next markdown heading line ("#" to "######" then a blank) or a "---"
-// line. It returns the YAML text and the 0-based line index where it
-// starts.
+// taskClosed is why an unknown task/1 member is an error.
+const taskClosed = "seed 004 lists every field of the handoff schema"
+
+// taskBlock finds the YAML of a task/1 file. Its section starts after the
+// first "## Handoff" heading outside code fences and ends at the next
+// heading ("#" to "######") or "---" line outside code fences. The YAML is
+// the section's first fenced code block (``` or ~~~, marked yaml, yml or
+// unmarked; prose before it is allowed), or, when the section has no
+// fence, the whole section as bare YAML. It returns the YAML text and the
+// 0-based line index where it starts.
 func taskBlock(c *checker, lines []string) (string, int, bool) {
 	hi := findHandoffHeading(lines)
 	if hi < 0 {
-		c.schema("", nil, "no \"## Handoff\" heading outside code fences")
+		near := -1
+		outsideFences(lines, func(i int) bool {
+			if nearHeadingRE.MatchString(lines[i]) {
+				near = i
+			}
+			return near < 0
+		})
+		if near >= 0 {
+			c.schema("", nil, "%d:1: the heading is not seed 004's \"## Handoff\" (level 2, that exact word)", near+1)
+		} else {
+			c.schema("", nil, "no \"## Handoff\" heading outside code fences")
+		}
+		c.missing = append(c.missing, "outcome")
 		return "", 0, false
 	}
 	if next := findHandoffHeading(lines[hi+1:]); next >= 0 {
 		c.schema("", nil, "%d:1: a second \"## Handoff\" heading (first at line %d)", hi+next+2, hi+1)
 		return "", 0, false
 	}
-	i := hi + 1
-	for i < len(lines) && strings.TrimSpace(lines[i]) == "" {
-		i++
+	end := len(lines)
+	fenceAt := -1
+	outsideFences(lines[hi+1:], func(i int) bool {
+		if l := lines[hi+1+i]; mdHeadingRE.MatchString(strings.TrimLeft(l, " ")) || thematicRE.MatchString(l) {
+			end = hi + 1 + i
+			return false
+		}
+		return true
+	})
+	for j := hi + 1; j < end; j++ {
+		if _, _, ok := openFence(lines[j]); ok {
+			fenceAt = j
+			break
+		}
 	}
-	if i < len(lines) && isFence(lines[i]) {
-		info := strings.TrimSpace(strings.TrimLeft(lines[i], " ")[3:])
+	if fenceAt >= 0 {
+		f, info, _ := openFence(lines[fenceAt])
 		if !slices.Contains(fenceInfoSet, info) {
-			c.schema("", nil, "%d:1: the handoff block is fenced as %s, not yaml", i+1, quote(info))
+			c.schema("", nil, "%d:1: the handoff block's code fence is marked as another language than yaml (yaml, yml or unmarked)", fenceAt+1)
 			return "", 0, false
 		}
-		for j := i + 1; j < len(lines); j++ {
-			if isFence(lines[j]) {
-				return strings.Join(lines[i+1:j], "\n") + "\n", i + 1, true
+		for j := fenceAt + 1; j < len(lines); j++ {
+			if f.closes(lines[j]) {
+				return strings.Join(lines[fenceAt+1:j], "\n") + "\n", fenceAt + 1, true
 			}
 		}
-		c.add(reason.Unparseable, reason.Error, "", nil, "%d:1: the handoff code fence is never closed", i+1)
+		c.add(reason.Unparseable, reason.Error, "", nil, "%d:1: the handoff code fence is never closed", fenceAt+1)
 		return "", 0, false
 	}
-	j := i
-	for j < len(lines) && !mdHeadingRE.MatchString(lines[j]) && !thematicRE.MatchString(lines[j]) {
-		j++
+	i := hi + 1
+	for i < end && strings.TrimSpace(lines[i]) == "" {
+		i++
 	}
-	block := strings.Join(lines[i:j], "\n")
+	block := strings.Join(lines[i:end], "\n")
 	if strings.TrimSpace(block) == "" {
 		c.schema("", nil, "%d:1: the handoff section is empty (outcome is required)", hi+1)
 		c.missing = append(c.missing, "outcome")
@@ -68,35 +96,35 @@ func taskBlock(c *checker, lines []string) (string, int, bool) {
 	return block + "\n", i, true
 }
 
+// taskTitle returns the ID of the first "# Task ID: Name" line outside
+// code fences.
+func taskTitle(lines []string) string {
+	id := ""
+	outsideFences(lines, func(i int) bool {
+		if m := taskTitleRE.FindStringSubmatch(lines[i]); m != nil {
+			id = m[1]
+			return false
+		}
+		return true
+	})
+	return id
+}
+
 func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	agentsFromOptions(c, rec, opts)
-	lines := splitLines(data)
-	in := false
-	for _, l := range lines {
-		if isFence(l) {
-			in = !in
-			continue
-		}
-		if m := taskTitleRE.FindStringSubmatch(l); !in && m != nil {
-			if fits(m[1]) {
-				rec.WorkflowID = m[1]
-			}
-			break
-		}
+	lines := splitLines(bytes.TrimPrefix(data, bom))
+	if id := taskTitle(lines); fits(id) {
+		rec.WorkflowID = id
 	}
 	block, off, ok := taskBlock(c, lines)
 	if !ok {
 		return
 	}
-	root, err := yamlTree([]byte(block), off)
-	if err != nil {
-		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
+	root, ok := c.carrier([]byte(block), off, yamlTree, yamlTreeBig)
+	if !ok || !c.want("", root, kObject) {
 		return
 	}
-	if !c.want("", root, kObject) {
-		return
-	}
-	c.known(root, "", "outcome", "files_created", "files_modified", "patterns_discovered", "gotchas",
+	c.known(root, "", taskClosed, "outcome", "files_created", "files_modified", "patterns_discovered", "gotchas",
 		"dependencies_for_next", "open_questions", "suggested_next_steps", "blockers")
 	outcome, _ := c.enum(root, "", "outcome", true, reason.SchemaInvalid, outcomes...)
 
@@ -108,7 +136,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 		}
 		seen[s] = true
 		if o := opts.Env.Observe(OpFile, s); o.Escapes {
-			c.add(reason.PathEscape, reason.Error, join(path, key), v, "path %s leaves the root (through a symbolic link)", quote(s))
+			c.add(reason.PathEscape, reason.Error, join(path, key), v, "path leaves the root (through a symbolic link)")
 		}
 	}
 	lineRange := func(obj *node, path string) {
@@ -118,13 +146,13 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 		}
 		m := lineRangeRE.FindStringSubmatch(s)
 		if m == nil || len(m[1]) > len(m[2]) || (len(m[1]) == len(m[2]) && m[1] > m[2]) {
-			c.schema(join(path, "lines"), v, "%s is not a line range \"N-M\" (1 <= N <= M) or \"all\"", quote(s))
+			c.schema(join(path, "lines"), v, "is not a line range \"N-M\" (1 <= N <= M) or \"all\"")
 		}
 	}
 	for i, f := range c.objects(root, "", "files_created", false) {
 		if f != nil {
 			p := index("files_created", i)
-			c.known(f, p, "path", "purpose", "lines")
+			c.known(f, p, taskClosed, "path", "purpose", "lines")
 			checkPath(f, p, "path")
 			c.str(f, p, "purpose", true, true)
 			lineRange(f, p)
@@ -133,7 +161,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range c.objects(root, "", "files_modified", false) {
 		if f != nil {
 			p := index("files_modified", i)
-			c.known(f, p, "path", "lines", "change_type", "description")
+			c.known(f, p, taskClosed, "path", "lines", "change_type", "description")
 			checkPath(f, p, "path")
 			lineRange(f, p)
 			c.enum(f, p, "change_type", true, reason.SchemaInvalid, changeTypes...)
@@ -143,7 +171,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range c.objects(root, "", "patterns_discovered", false) {
 		if f != nil {
 			p := index("patterns_discovered", i)
-			c.known(f, p, "id", "pattern", "location", "applies_to")
+			c.known(f, p, taskClosed, "id", "pattern", "location", "applies_to")
 			c.str(f, p, "id", false, true)
 			c.str(f, p, "pattern", true, true)
 			c.str(f, p, "location", true, true)
@@ -151,7 +179,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 				for j, t := range tags {
 					tp := index(p+".applies_to", j)
 					if c.want(tp, t, kString) && !tagRE.MatchString(t.text) {
-						c.schema(tp, t, "tag %s is not lower-case and hyphenated", quote(t.text))
+						c.schema(tp, t, "is not a lower-case, hyphenated tag")
 					}
 				}
 			}
@@ -160,7 +188,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range c.objects(root, "", "gotchas", false) {
 		if f != nil {
 			p := index("gotchas", i)
-			c.known(f, p, "id", "issue", "discovered_in", "mitigation", "severity")
+			c.known(f, p, taskClosed, "id", "issue", "discovered_in", "mitigation", "severity")
 			c.str(f, p, "id", false, true)
 			c.str(f, p, "issue", true, true)
 			c.str(f, p, "discovered_in", true, true)
@@ -171,7 +199,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range c.objects(root, "", "dependencies_for_next", false) {
 		if f != nil {
 			p := index("dependencies_for_next", i)
-			c.known(f, p, "file", "reason")
+			c.known(f, p, taskClosed, "file", "reason")
 			checkPath(f, p, "file")
 			c.str(f, p, "reason", true, true)
 		}
@@ -179,7 +207,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range c.objects(root, "", "open_questions", false) {
 		if f != nil {
 			p := index("open_questions", i)
-			c.known(f, p, "question", "context", "recommendation", "blocking")
+			c.known(f, p, taskClosed, "question", "context", "recommendation", "blocking")
 			c.str(f, p, "question", true, true)
 			c.str(f, p, "context", false, false)
 			c.str(f, p, "recommendation", false, false)
@@ -190,7 +218,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	for i, f := range steps {
 		if f != nil {
 			p := index("suggested_next_steps", i)
-			c.known(f, p, "step", "priority", "depends_on")
+			c.known(f, p, taskClosed, "step", "priority", "depends_on")
 			c.str(f, p, "step", true, true)
 			c.enum(f, p, "priority", true, reason.SchemaInvalid, levels...)
 			c.strList(f, p, "depends_on", false)
@@ -216,7 +244,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 			continue
 		}
 		p := index("blockers", i)
-		c.known(b, p, "blocker", "impact", "suggested_resolution", "blocking_tasks")
+		c.known(b, p, taskClosed, "blocker", "impact", "suggested_resolution", "blocking_tasks")
 		c.str(b, p, "blocker", true, true)
 		c.str(b, p, "impact", true, true)
 		c.str(b, p, "suggested_resolution", outcome == "failed", outcome == "failed")

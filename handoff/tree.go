@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.yaml.in/yaml/v3"
@@ -48,6 +49,10 @@ type node struct {
 	kind      kind
 	text      string // string value, number literal, or "true"/"false"
 	timestamp bool   // YAML plain scalar resolved as !!timestamp (text as written)
+	// big marks a number outside +-(2^53-1), read only by the lenient
+	// carrier pass (see numberTree); it is reported UNPARSEABLE once and
+	// never used as a value.
+	big       bool
 	keys      []string
 	members   map[string]*node
 	items     []*node
@@ -63,10 +68,14 @@ func (n *node) member(key string) (*node, bool) {
 }
 
 // carrierError is a failure of the carrier syntax (JSON or YAML), reported
-// as UNPARSEABLE.
+// as UNPARSEABLE. Its message names positions, field paths and the rule
+// broken, never a value of the document.
 type carrierError struct {
 	line, col int
 	msg       string
+	// number is set when the only failure is a number outside the safe
+	// range: the lenient pass can then still read the document's fields.
+	number bool
 }
 
 func (e *carrierError) Error() string {
@@ -95,16 +104,92 @@ func jsonTreeChecked(data []byte) (*node, error) {
 	if err := strictjson.Check("", data); err != nil {
 		var se *strictjson.Error
 		if errors.As(err, &se) {
-			msg := se.Msg
-			if se.Pointer != "" {
-				msg = se.Pointer + ": " + msg
+			msg := jsonProblem(se)
+			if p := pointerPath(se.Pointer); p != "" {
+				msg = p + ": " + msg
 			}
-			return nil, &carrierError{line: se.Line, col: se.Column, msg: msg}
+			return nil, &carrierError{line: se.Line, col: se.Column, msg: msg, number: errors.Is(se, strictjson.ErrNumber)}
 		}
-		return nil, &carrierError{msg: err.Error()}
+		return nil, &carrierError{msg: "invalid JSON"}
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
-	return jsonValue(dec, data, newLineIndex(data), 0, false)
+	return jsonValue(dec, data, newLineIndex(data), 0, numTrust)
+}
+
+// jsonTreeBig reads data, whose strict read failed only because of
+// numbers outside the safe range, with every other strict rule (no
+// duplicate names, valid UTF-8, depth, exactly one value) and those numbers
+// marked big. It returns nil when the data breaks any other rule.
+func jsonTreeBig(data []byte) *node {
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		return nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(data),
+		jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
+	n, err := jsonValue(dec, data, newLineIndex(data), 0, numMark)
+	if err != nil {
+		return nil
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return nil
+	}
+	return n
+}
+
+// jsonProblem words a strict JSON failure by its kind alone: the decoder's
+// own text may quote the offending characters or member names.
+func jsonProblem(se *strictjson.Error) string {
+	switch {
+	case errors.Is(se, strictjson.ErrNumber):
+		return "number outside the safe range +-(2^53-1)"
+	case errors.Is(se, strictjson.ErrDepth):
+		return fmt.Sprintf("nesting deeper than %d levels", strictjson.MaxDepth)
+	case errors.Is(se, strictjson.ErrEmpty):
+		return "empty document"
+	case errors.Is(se, strictjson.ErrBOM):
+		return "byte order mark before the JSON value"
+	}
+	m := se.Msg
+	for _, k := range []struct{ in, out string }{
+		{"duplicate", "duplicate member name"},
+		{"trailing data", "trailing data after the JSON value"},
+		{"after top-level value", "trailing data after the JSON value"},
+		{"end of input", "unexpected end of input"},
+		{"UTF-8", "invalid UTF-8"},
+		{"surrogate", "invalid surrogate pair in a string"},
+		{"escape", "invalid escape sequence in a string"},
+		{"must be a string", "member name is not a string"},
+		{"after object name", "missing value after a member name"},
+		{"character", "invalid character"},
+	} {
+		if strings.Contains(m, k.in) {
+			return "invalid JSON: " + k.out
+		}
+	}
+	return "invalid JSON"
+}
+
+// pointerPath turns an RFC 6901 JSON Pointer into the dotted field path
+// the findings use ("/a/0/b" is "a[0].b"), each member name passed through
+// fieldKey.
+func pointerPath(ptr string) string {
+	if ptr == "" || ptr[0] != '/' {
+		return ""
+	}
+	var b strings.Builder
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if decimalIntRE.MatchString(tok) && !strings.HasPrefix(tok, "-") {
+			// Array index (a member named like a number reads the same way).
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(fieldKey(tok))
+	}
+	return b.String()
 }
 
 // jsonTreeFast is jsonTree's single pass; nil means "take the slow path".
@@ -114,7 +199,7 @@ func jsonTreeFast(data []byte) *node {
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data),
 		jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
-	n, err := jsonValue(dec, data, newLineIndex(data), 0, true)
+	n, err := jsonValue(dec, data, newLineIndex(data), 0, numRefuse)
 	if err != nil {
 		return nil
 	}
@@ -142,7 +227,16 @@ func (x lineIndex) position(off int64) (line, col int) {
 	return i + 1, int(off) - x[i] + 1
 }
 
-func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, checkNumbers bool) (*node, error) {
+// numMode says what jsonValue does with a number outside the safe range.
+type numMode uint8
+
+const (
+	numTrust  numMode = iota // the input passed strictjson.Check
+	numRefuse                // fail (the fast path)
+	numMark                  // keep it, marked big (the lenient pass)
+)
+
+func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, numbers numMode) (*node, error) {
 	off := skipSpace(data, dec.InputOffset())
 	tok, err := dec.ReadToken()
 	if err != nil {
@@ -159,8 +253,11 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, c
 		n.kind, n.text = kString, tok.String()
 	case '0':
 		n.kind, n.text = kNumber, tok.String()
-		if checkNumbers && strictjson.CheckNumber(n.text) != nil {
-			return nil, &carrierError{line: line, col: col, msg: "number outside the safe range"}
+		if numbers != numTrust && strictjson.CheckNumber(n.text) != nil {
+			if numbers == numRefuse {
+				return nil, &carrierError{line: line, col: col, msg: "number outside the safe range", number: true}
+			}
+			n.big = true
 		}
 	case '{', '[':
 		if depth+1 > MaxDepth {
@@ -169,7 +266,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, c
 		if tok.Kind() == '[' {
 			n.kind = kArray
 			for dec.PeekKind() != ']' {
-				v, err := jsonValue(dec, data, lines, depth+1, checkNumbers)
+				v, err := jsonValue(dec, data, lines, depth+1, numbers)
 				if err != nil {
 					return nil, err
 				}
@@ -183,7 +280,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, c
 					return nil, &carrierError{msg: "invalid JSON"}
 				}
 				k := tok.String() // tok is void after the next read
-				v, err := jsonValue(dec, data, lines, depth+1, checkNumbers)
+				v, err := jsonValue(dec, data, lines, depth+1, numbers)
 				if err != nil {
 					return nil, err
 				}
@@ -275,6 +372,21 @@ func (c *yamlCache) put(data []byte, lineOff int, root *node, err error) {
 }
 
 func yamlTreeParse(data []byte, lineOff int) (*node, error) {
+	return yamlTreeMode(data, lineOff, false)
+}
+
+// yamlTreeBig reads data, whose strict read failed only because of
+// numbers outside the safe range, with every other strict rule and those
+// numbers marked big. It returns nil when the data breaks any other rule.
+func yamlTreeBig(data []byte, lineOff int) *node {
+	n, err := yamlTreeMode(data, lineOff, true)
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+func yamlTreeMode(data []byte, lineOff int, lenient bool) (*node, error) {
 	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
 		return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "byte order mark before the YAML document"}
 	}
@@ -296,11 +408,19 @@ func yamlTreeParse(data []byte, lineOff int) (*node, error) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		return nil, &carrierError{line: 1 + lineOff, col: 1, msg: "empty YAML document"}
 	}
-	return yamlValue(doc.Content[0], lineOff, 1)
+	y := yamlReader{lineOff: lineOff, lenient: lenient}
+	return y.value(doc.Content[0], 1, "")
 }
 
+// yamlQuotedRE matches the fragments of a yaml.v3 error that quote the
+// document ('anchor', `value`).
+var yamlQuotedRE = regexp.MustCompile("'[^']*'|`[^`]*`|\"[^\"]*\"")
+
 func yamlSyntax(err error, lineOff int) error {
-	msg := err.Error()
+	msg := yamlQuotedRE.ReplaceAllString(err.Error(), "(…)")
+	if !utf8.ValidString(msg) {
+		msg = "yaml: invalid YAML"
+	}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		l, _ := strconv.Atoi(m[1])
 		return &carrierError{line: l + lineOff, col: 1, msg: "invalid YAML: " + m[2]}
@@ -308,18 +428,30 @@ func yamlSyntax(err error, lineOff int) error {
 	return &carrierError{msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
-func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
-	line, col := y.Line+lineOff, y.Column
+// yamlReader turns yaml.Nodes into nodes, refusing what the carrier
+// forbids. Its errors name the field path and the rule, never a value, an
+// anchor or a tag of the document.
+type yamlReader struct {
+	lineOff int
+	lenient bool // keep numbers outside the safe range, marked big
+}
+
+func (r yamlReader) value(y *yaml.Node, depth int, path string) (*node, error) {
+	line, col := y.Line+r.lineOff, y.Column
 	bad := func(format string, a ...any) error {
-		return &carrierError{line: line, col: col, msg: fmt.Sprintf(format, a...)}
+		msg := fmt.Sprintf(format, a...)
+		if path != "" {
+			msg = path + ": " + msg
+		}
+		return &carrierError{line: line, col: col, msg: msg}
 	}
 	switch {
 	case y.Kind == yaml.AliasNode:
-		return nil, bad("YAML alias *%s is not allowed", y.Value)
+		return nil, bad("YAML alias is not allowed")
 	case y.Anchor != "":
-		return nil, bad("YAML anchor &%s is not allowed", y.Anchor)
+		return nil, bad("YAML anchor is not allowed")
 	case y.Style&yaml.TaggedStyle != 0:
-		return nil, bad("explicit YAML tag %s is not allowed", y.Tag)
+		return nil, bad("explicit YAML tag is not allowed")
 	}
 	n := &node{line: line, col: col}
 	switch y.Kind {
@@ -329,8 +461,8 @@ func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
 		}
 		if y.Kind == yaml.SequenceNode {
 			n.kind = kArray
-			for _, c := range y.Content {
-				v, err := yamlValue(c, lineOff, depth+1)
+			for i, c := range y.Content {
+				v, err := r.value(c, depth+1, index(path, i))
 				if err != nil {
 					return nil, err
 				}
@@ -341,23 +473,29 @@ func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
 		n.kind, n.members = kObject, map[string]*node{}
 		for i := 0; i+1 < len(y.Content); i += 2 {
 			k, v := y.Content[i], y.Content[i+1]
-			kl, kc := k.Line+lineOff, k.Column
+			kl, kc := k.Line+r.lineOff, k.Column
+			at := func(msg string) error {
+				if path != "" {
+					msg = path + ": " + msg
+				}
+				return &carrierError{line: kl, col: kc, msg: msg}
+			}
 			switch {
 			case k.Kind == yaml.AliasNode || k.Anchor != "" || k.Style&yaml.TaggedStyle != 0:
-				if _, err := yamlValue(k, lineOff, depth+1); err != nil {
+				if _, err := r.value(k, depth+1, path); err != nil {
 					return nil, err
 				}
 			case k.Kind != yaml.ScalarNode:
-				return nil, &carrierError{line: kl, col: kc, msg: "mapping key is not a string"}
+				return nil, at("mapping key is not a string")
 			case k.ShortTag() == "!!merge":
-				return nil, &carrierError{line: kl, col: kc, msg: "YAML merge key << is not allowed"}
+				return nil, at("YAML merge key << is not allowed")
 			case k.ShortTag() != "!!str":
-				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("mapping key %s is not a string (it reads as %s)", quote(k.Value), k.ShortTag())}
+				return nil, at(fmt.Sprintf("mapping key is not a string (it reads as %s)", k.ShortTag()))
 			}
 			if _, dup := n.members[k.Value]; dup {
-				return nil, &carrierError{line: kl, col: kc, msg: fmt.Sprintf("duplicate key %s", quote(k.Value))}
+				return nil, at(fmt.Sprintf("duplicate key %s", fieldKey(k.Value)))
 			}
-			val, err := yamlValue(v, lineOff, depth+1)
+			val, err := r.value(v, depth+1, join(path, fieldKey(k.Value)))
 			if err != nil {
 				return nil, err
 			}
@@ -375,22 +513,22 @@ func yamlValue(y *yaml.Node, lineOff, depth int) (*node, error) {
 			n.kind = kNull
 		case "!!bool":
 			n.kind, n.text = kBool, strconv.FormatBool(strings.EqualFold(y.Value, "true"))
-		case "!!int":
-			if !decimalIntRE.MatchString(y.Value) {
-				return nil, bad("integer %s is not in decimal notation", quote(y.Value))
+		case "!!int", "!!float":
+			if y.ShortTag() == "!!int" && !decimalIntRE.MatchString(y.Value) {
+				return nil, bad("integer is not in decimal notation")
 			}
-			if !safeNumber(y.Value) {
-				return nil, bad("number %s is outside the safe range +-(2^53-1)", quote(y.Value))
-			}
-			n.kind, n.text = kNumber, y.Value
-		case "!!float":
-			if !decimalRE.MatchString(y.Value) {
-				return nil, bad("number %s is not a finite decimal number", quote(y.Value))
-			}
-			if !safeNumber(y.Value) {
-				return nil, bad("number %s is outside the safe range +-(2^53-1)", quote(y.Value))
+			if y.ShortTag() == "!!float" && !decimalRE.MatchString(y.Value) {
+				return nil, bad("number is not a finite decimal number")
 			}
 			n.kind, n.text = kNumber, y.Value
+			if !safeNumber(y.Value) {
+				if !r.lenient {
+					e := bad("number outside the safe range +-(2^53-1)").(*carrierError)
+					e.number = true
+					return nil, e
+				}
+				n.big = true
+			}
 		default:
 			return nil, bad("YAML value of type %s is not allowed", y.ShortTag())
 		}
@@ -408,10 +546,54 @@ func safeNumber(lit string) bool {
 // document and returns its top-level mapping; a document that does not
 // parse is UNPARSEABLE, one that is not a mapping SCHEMA_INVALID.
 func (c *checker) yamlObject(data []byte) (*node, bool) {
-	root, err := yamlTree(data, 0)
-	if err != nil {
-		c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
+	root, ok := c.carrier(data, 0, yamlTree, yamlTreeBig)
+	if !ok {
 		return nil, false
 	}
 	return root, c.want("", root, kObject)
+}
+
+// jsonRoot parses data as the strict JSON of a governed/1 or vbw/1
+// document; see carrier.
+func (c *checker) jsonRoot(data []byte) (*node, bool) {
+	return c.carrier(data, 0,
+		func(d []byte, _ int) (*node, error) { return jsonTree(d) },
+		func(d []byte, _ int) *node { return jsonTreeBig(d) })
+}
+
+// carrier reads data with strict, reporting a failure as UNPARSEABLE. When
+// the only failure is numbers outside the safe range, the document's
+// fields are still read (through big) so that its agents, handoff id and
+// workflow reach the record and the ledger's indexes; each such number is
+// reported UNPARSEABLE, so the document stays rejected.
+func (c *checker) carrier(data []byte, lineOff int, strict func([]byte, int) (*node, error), big func([]byte, int) *node) (*node, bool) {
+	root, err := strict(data, lineOff)
+	if err == nil {
+		return root, true
+	}
+	var ce *carrierError
+	if errors.As(err, &ce) && ce.number {
+		if root := big(data, lineOff); root != nil {
+			c.bigNumbers(root, "")
+			return root, true
+		}
+	}
+	c.add(reason.Unparseable, reason.Error, "", nil, "%v", err)
+	return nil, false
+}
+
+// bigNumbers reports every number of n marked big, in document order.
+func (c *checker) bigNumbers(n *node, path string) {
+	switch {
+	case n.big:
+		c.add(reason.Unparseable, reason.Error, path, n, "number outside the safe range +-(2^53-1)")
+	case n.kind == kObject:
+		for _, k := range n.keys {
+			c.bigNumbers(n.members[k], join(path, fieldKey(k)))
+		}
+	case n.kind == kArray:
+		for i, it := range n.items {
+			c.bigNumbers(it, index(path, i))
+		}
+	}
 }

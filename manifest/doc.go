@@ -22,11 +22,15 @@
 // Rules (DESIGN.md, "Files the user keeps"): manifest_version is 1; agent_id
 // matches ^[a-z0-9][a-z0-9-]*$, is at most MaxIDLength bytes and unique
 // (also ignoring case); agent_type is domain, archetype or orchestrator;
-// agent_version is a strict semantic version without "v"; only archetypes
+// agent_version is a semantic version without "v" (pre-release and build
+// allowed: governed/1 handoffs accept the same versions); only archetypes
 // have a composition, and every archetype has one, naming distinct existing
 // domain agents with integer percents from 1 to 100 summing to exactly 100;
 // handoff_to names existing agents other than the agent itself, once each;
-// request_types are among query, task, analysis, decision; prompt_path is a
+// request_types are among query, task, analysis, decision; vbw_role
+// (optional) is one of VBWRoles, the roles of seed 001's messages, and a
+// registry that declares it for any agent opts in to the policy's sender
+// and receiver check for vbw/1; prompt_path is a
 // relative, clean, slash-separated ASCII path (no "..", no absolute path,
 // no backslash, no NUL) and no two agents' paths differ only by case.
 // Unknown fields, duplicate names, trailing data, invalid UTF-8, a byte

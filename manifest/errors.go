@@ -44,6 +44,8 @@ var (
 	// ErrRequestType is returned for a request type outside query, task,
 	// analysis, decision.
 	ErrRequestType = errors.New("invalid request type")
+	// ErrVBWRole is returned for a vbw_role outside VBWRoles.
+	ErrVBWRole = errors.New("invalid vbw_role")
 	// ErrPromptPath is returned for a prompt_path that is not a clean,
 	// relative, slash-separated ASCII path inside the registry folder, or
 	// that collides by case with another agent's prompt_path.

@@ -33,6 +33,7 @@ type rawAgent struct {
 	HandoffTo    []string    `json:"handoff_to,omitempty"`
 	RequestTypes []string    `json:"request_types,omitempty"`
 	Composition  []Component `json:"composition,omitempty"`
+	VBWRole      string      `json:"vbw_role,omitempty"`
 }
 
 // Parse parses and validates the bytes of a prompt-manifest.json. name is
@@ -85,7 +86,7 @@ func Parse(name string, data []byte, dir string) (*Registry, error) {
 			agents[i] = Agent{
 				ID: ra.ID, Type: ra.Type, Version: ra.Version, PromptPath: ra.PromptPath,
 				HandoffTo: nilIfEmpty(ra.HandoffTo), RequestTypes: nilIfEmpty(ra.RequestTypes),
-				Composition: nilIfEmpty(ra.Composition),
+				Composition: nilIfEmpty(ra.Composition), VBWRole: ra.VBWRole,
 			}
 		}
 	}
@@ -235,6 +236,9 @@ func validate(agents []Agent, loc locator) ErrorList {
 			} else if !ok {
 				byPath[fold] = i
 			}
+		}
+		if a.VBWRole != "" && !slices.Contains(VBWRoles, a.VBWRole) {
+			add(i, "vbw_role", fmt.Errorf("%w: %s; want one of %s", ErrVBWRole, quote(a.VBWRole), strings.Join(VBWRoles, ", ")))
 		}
 		seen := map[string]bool{}
 		for k, rt := range a.RequestTypes {

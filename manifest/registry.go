@@ -9,6 +9,33 @@ const (
 	TypeOrchestrator = "orchestrator"
 )
 
+// VBW roles (seed 001): the senders of its five message types and the lead
+// that receives them all.
+const (
+	RoleScout    = "scout"
+	RoleDev      = "dev"
+	RoleQA       = "qa"
+	RoleDebugger = "debugger"
+	RoleLead     = "lead"
+)
+
+// VBWRoles lists the values Agent.VBWRole may take.
+var VBWRoles = []string{RoleScout, RoleDev, RoleQA, RoleDebugger, RoleLead}
+
+// DeclaresVBWRoles reports whether any agent of r declares a vbw_role: the
+// registry then opts in to seed 001's sender and receiver roles.
+func (r *Registry) DeclaresVBWRoles() bool {
+	if r == nil {
+		return false
+	}
+	for _, a := range r.Agents {
+		if a.VBWRole != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Component is one domain share of an archetype's composition.
 type Component struct {
 	AgentID string `json:"agent_id"`
@@ -24,6 +51,10 @@ type Agent struct {
 	HandoffTo    []string    `json:"handoff_to,omitempty"`
 	RequestTypes []string    `json:"request_types,omitempty"`
 	Composition  []Component `json:"composition,omitempty"`
+	// VBWRole is the agent's role in vbw/1 messages (seed 001: Scout, Dev,
+	// QA, Debugger send; a Lead receives), one of VBWRoles; "" for an agent
+	// that declares none. Manifests only.
+	VBWRole string `json:"vbw_role,omitempty"`
 
 	// Skills registries (seed 000) only.
 	AcceptsHandoff     bool     `json:"accepts_handoff,omitzero"`

@@ -28,19 +28,24 @@ import (
 //   - agent_version is the optional top-level version, a quoted strict
 //     semantic version (default DefaultSkillVersion);
 //   - prompt_path is "<folder>/SKILL.md": the skill file itself is the prompt;
-//   - the handoff block MUST have accepts_handoff: true, at least one
-//     handoff_categories entry and a non-empty handoff_description, and MAY
-//     have handoff_trigger, protocol_version, health_check, requires,
-//     optional_consumes, handoff_to (narrows the targets of this skill as a
-//     source), request_types and composition (for archetype skills). Any
-//     other key in the block is an error.
+//   - the handoff block MUST have accepts_handoff (true or false). A skill
+//     with accepts_handoff: true is a handoff option, and seed 000 requires
+//     of it at least one handoff_categories entry and a non-empty
+//     handoff_description; a skill with accepts_handoff: false is a
+//     registered agent that only sends (the policy refuses handoffs to it),
+//     and those two keys are optional. The block MAY have handoff_trigger,
+//     protocol_version, health_check, requires, optional_consumes,
+//     handoff_to (narrows the targets of this skill as a source),
+//     request_types and composition (for archetype skills). Any other key
+//     in the block is an error.
 //
 // Other top-level keys (description, license, ...) belong to other tools
 // and are ignored, but the whole front matter must be strict YAML: no
 // anchors, aliases, explicit tags or merge keys, no duplicate or non-string
-// keys, one document, nesting at most MaxYAMLDepth, valid UTF-8 and no byte
-// order mark. A SKILL.md without front matter, or whose front matter has no
-// handoff key, is not an agent and is skipped.
+// keys, one document, nesting at most MaxYAMLDepth and valid UTF-8. A UTF-8
+// byte order mark before the first "---" is skipped. A SKILL.md without
+// front matter, or whose front matter has no handoff key, is not an agent
+// and is skipped.
 
 // skillFile is the name of a skill's prompt file in its folder.
 const skillFile = "SKILL.md"
@@ -191,10 +196,9 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 		fail(0, 0, "", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(data), MaxFileSize))
 		return
 	}
-	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		fail(1, 1, "", fmt.Errorf("%w: byte order mark before the front matter", ErrSyntax))
-		return
-	}
+	// A byte order mark is text encoding, not content (editors on Windows
+	// write one); the front matter starts after it.
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	fm, before, found, err := frontMatter(data)
 	if err != nil {
 		fail(1, 1, "", fmt.Errorf("%w: %v", ErrSyntax, err))
@@ -330,6 +334,11 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: err})
 		}
 	}
+	if _, ok := at["accepts_handoff"]; !ok {
+		s := at["handoff"]
+		errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field,
+			Err: fmt.Errorf("%w: accepts_handoff is required (true for a handoff option, false for a skill that only sends)", ErrSkill)})
+	}
 	for _, p := range checkSkillAgent(&a) {
 		s := locateSkill(file, at, p.field)
 		if p.field == "accepts_handoff" || p.field == "handoff_categories" || p.field == "handoff_description" {
@@ -346,14 +355,14 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 	return a, true, at, nil
 }
 
-// checkSkillAgent applies the seed 000 eligibility rules to one skill.
+// checkSkillAgent applies the seed 000 eligibility rules to one skill:
+// "For a skill to appear as a handoff option" it needs accepts_handoff:
+// true, at least one category and a description; a skill that does not
+// accept handoffs needs neither, but what it declares is still checked.
 func checkSkillAgent(a *Agent) []problem {
 	var ps []problem
-	if !a.AcceptsHandoff {
-		ps = append(ps, problem{"accepts_handoff", fmt.Errorf("%w: accepts_handoff must be true", ErrSkill)})
-	}
-	if len(a.HandoffCategories) == 0 {
-		ps = append(ps, problem{"handoff_categories", fmt.Errorf("%w: handoff_categories needs at least one category", ErrSkill)})
+	if a.AcceptsHandoff && len(a.HandoffCategories) == 0 {
+		ps = append(ps, problem{"handoff_categories", fmt.Errorf("%w: handoff_categories needs at least one category (REQUIRED for a skill with accepts_handoff: true)", ErrSkill)})
 	}
 	seen := map[string]bool{}
 	for i, c := range a.HandoffCategories {
@@ -365,8 +374,8 @@ func checkSkillAgent(a *Agent) []problem {
 		}
 		seen[c] = true
 	}
-	if strings.TrimSpace(a.HandoffDescription) == "" {
-		ps = append(ps, problem{"handoff_description", fmt.Errorf("%w: handoff_description must be non-empty", ErrSkill)})
+	if a.AcceptsHandoff && strings.TrimSpace(a.HandoffDescription) == "" {
+		ps = append(ps, problem{"handoff_description", fmt.Errorf("%w: handoff_description must be non-empty (REQUIRED for a skill with accepts_handoff: true)", ErrSkill)})
 	}
 	for _, l := range []struct {
 		name string

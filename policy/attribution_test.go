@@ -43,7 +43,7 @@ func TestAttribution(t *testing.T) {
 		{name: "attributable: registered, in bounds, own hash as locked", payload: doc(),
 			want: []reason.Code{reason.HashMismatch}, sevs: []reason.Severity{crit},
 			blocks: []string{"domain-02-analysis"},
-			msgs:   []string{`target agent "domain-02-analysis" has prompt_hash "` + wrong + `"`, "the agent is blocked"}},
+			msgs:   []string{`differs from the lock, which pins target agent "domain-02-analysis"`, "the agent is blocked"}},
 		{name: "attributable: source hash with sha256 prefix", payload: doc(
 			"source_agent.prompt_hash", "sha256:"+example["domain-05-product"].hash),
 			want: []reason.Code{reason.HashMismatch}, sevs: []reason.Severity{crit}, blocks: []string{"domain-02-analysis"}},
@@ -67,7 +67,7 @@ func TestAttribution(t *testing.T) {
 		{name: "unregistered source", payload: doc(
 			"source_agent.agent_id", "domain-99-ghost", "governance.source_agent_verified", false),
 			want: []reason.Code{reason.UnknownAgent, reason.HashMismatch}, sevs: []reason.Severity{errs, errs},
-			msgs: []string{`not attributable (source agent "domain-99-ghost" is not in the registry), ` + noBlock}},
+			msgs: []string{`not attributable (the source agent is not in the registry), ` + noBlock}},
 		{name: "source id not canonical", payload: doc(
 			"source_agent.agent_id", "Domain-05-Product", "governance.source_agent_verified", false),
 			want: []reason.Code{reason.SchemaInvalid, reason.HashMismatch}, sevs: []reason.Severity{errs, errs},

@@ -93,6 +93,8 @@ func Decide(in Input) *Decision {
 	c.agent(&c.dst)
 	c.composition()
 	c.boundaries()
+	c.swarmTarget()
+	c.vbwRoles()
 	c.requestType()
 	c.replay()
 	c.timestamp()
@@ -173,6 +175,7 @@ func (c *checker) agent(s *side) {
 	}
 	a, ok := c.in.Registry.Agent(id)
 	if !ok {
+		// The id is the document's (or --from/--to's): not named.
 		hint := ""
 		if c.in.Registry != nil {
 			for _, r := range c.in.Registry.Agents {
@@ -182,18 +185,18 @@ func (c *checker) agent(s *side) {
 				}
 			}
 		}
-		fail(reason.UnknownAgent, reason.Error, idField, "%s agent %s is not in the registry%s", s.role, q(id), hint)
+		fail(reason.UnknownAgent, reason.Error, idField, "the %s agent is not in the registry%s", s.role, hint)
 		return
 	}
 	s.agent = a
 	if s.ref.Type != "" && s.ref.Type != a.Type {
 		fail(reason.TypeMismatch, reason.Error, agentField(c.rec.Format, s.role, "agent_type"),
-			"%s agent %s has agent_type %s, but the registry says %s", s.role, q(id), q(s.ref.Type), q(a.Type))
+			"differs from the registry: %s agent %s is a %s", s.role, q(id), a.Type)
 	}
 	le, locked := lookup(c.in.Lock, id)
 	if s.ref.Version != "" && s.ref.Version != a.Version {
 		fail(reason.VersionMismatch, reason.Error, agentField(c.rec.Format, s.role, "agent_version"),
-			"%s agent %s has agent_version %s, but the registry says %s", s.role, q(id), q(s.ref.Version), q(a.Version))
+			"differs from the registry: %s agent %s is at version %s", s.role, q(id), q(a.Version))
 	}
 	if locked && le.AgentVersion != a.Version {
 		fail(reason.VersionMismatch, reason.Error, agentField(c.rec.Format, s.role, "agent_version"),
@@ -218,13 +221,13 @@ func (c *checker) agent(s *side) {
 		// submit a document could block any agent.
 		if why := c.unattributable(s); len(why) > 0 {
 			fail(reason.HashMismatch, reason.Error, hashField,
-				"%s agent %s has prompt_hash %s, but the lock says %s: the mismatch is not attributable (%s), so no block is applied",
-				s.role, q(id), q(s.ref.PromptHash), q(le.PromptHash), strings.Join(why, "; "))
+				"differs from the lock, which pins %s agent %s at %s: the mismatch is not attributable (%s), so no block is applied",
+				s.role, q(id), q(le.PromptHash), strings.Join(why, "; "))
 			break
 		}
 		fail(reason.HashMismatch, reason.Critical, hashField,
-			"%s agent %s has prompt_hash %s, but the lock says %s: potential tampering; the agent is blocked until an operator runs govledger unblock or a new lock is in force",
-			s.role, q(id), q(s.ref.PromptHash), q(le.PromptHash))
+			"differs from the lock, which pins %s agent %s at %s: potential tampering; the agent is blocked until an operator runs govledger unblock or a new lock is in force",
+			s.role, q(id), q(le.PromptHash))
 		c.blocks = append(c.blocks, id)
 	}
 	if c.governed() && (s.ref.Type == "" || s.ref.Version == "" || s.ref.PromptHash == "") {
@@ -260,7 +263,7 @@ func (c *checker) unattributable(s *side) []string {
 	}
 	a := src.agent
 	if a == nil {
-		return []string{fmt.Sprintf("source agent %s is not in the registry", q(src.ref.ID))}
+		return []string{"the source agent is not in the registry"}
 	}
 	var why []string
 	le, locked := lookup(c.in.Lock, a.ID)
@@ -363,7 +366,10 @@ func (c *checker) boundaries() {
 		return
 	}
 	field := agentField(c.rec.Format, "target", "agent_id")
-	if c.rec.Format == handoff.Swarm && !d.AcceptsHandoff {
+	// Seed 000: a skill is a handoff option only with accepts_handoff:
+	// true. That holds for swarm/2 in any registry, and for every format
+	// in a registry loaded from skills, where it is the skill's own word.
+	if (c.rec.Format == handoff.Swarm || c.in.Registry.FromSkills) && !d.AcceptsHandoff {
 		c.boundaryBad = append(c.boundaryBad, reason.IneligibleTarget)
 		var eligible []string
 		for _, a := range c.in.Registry.Agents {
@@ -381,6 +387,54 @@ func (c *checker) boundaries() {
 			"%s %s may not hand off to %s (deny by default: not in its handoff_to%s); allowed targets: %s",
 			s.Type, q(s.ID), q(d.ID), via(s), list(c.allowedTargets(s.ID, "")))
 	}
+}
+
+// swarmTarget applies the target skill's own declarations to a swarm/2
+// payload (seed 000): every field its requires: names must hold a value
+// (REQUIRES_MISSING), and target.category, when given, must be one of its
+// handoff_categories, compared as exact strings (CATEGORY_MISMATCH). It is
+// skipped for an ineligible target (already refused).
+func (c *checker) swarmTarget() {
+	d := c.dst.agent
+	if c.rec.Format != handoff.Swarm || d == nil || !d.AcceptsHandoff {
+		return
+	}
+	if cat, ok := c.rec.Text("handoff.target.category"); ok && !slices.Contains(d.HandoffCategories, cat) {
+		c.add(reason.CategoryMismatch, reason.Error, "handoff.target.category",
+			"is not one of the handoff_categories of target skill %s: %s", q(d.ID), list(d.HandoffCategories))
+	}
+	for _, r := range d.Requires {
+		if !c.rec.HasValue("handoff." + r) {
+			c.add(reason.RequiresMissing, reason.Error, "handoff."+r,
+				"target skill %s requires this field (its requires: list), and the payload has no value for it", q(d.ID))
+		}
+	}
+}
+
+// vbwRoles applies seed 001's roles to a typed vbw/1 message when the
+// registry declares vbw_role for any agent: the source must have the
+// sender role of the message type, the target the lead role.
+func (c *checker) vbwRoles() {
+	typ := c.rec.MessageType
+	if c.rec.Format != handoff.VBW || typ == "" || !c.in.Registry.DeclaresVBWRoles() {
+		return
+	}
+	want := handoff.VBWSenders[typ]
+	if s := c.src.agent; s != nil && s.VBWRole != want {
+		c.add(reason.RoleMismatch, reason.Error, "type",
+			"source agent %s has vbw_role %s, but seed 001's sender of %s is %s", q(s.ID), roleName(s.VBWRole), typ, want)
+	}
+	if d := c.dst.agent; d != nil && d.VBWRole != handoff.VBWReceiver {
+		c.add(reason.RoleMismatch, reason.Error, "type",
+			"target agent %s has vbw_role %s, but seed 001's receiver of %s is a %s", q(d.ID), roleName(d.VBWRole), typ, handoff.VBWReceiver)
+	}
+}
+
+func roleName(r string) string {
+	if r == "" {
+		return "(none)"
+	}
+	return r
 }
 
 func via(s *manifest.Agent) string {
@@ -407,7 +461,8 @@ func (c *checker) allowedTargets(src, requestType string) []string {
 	return out
 }
 
-// list renders agent IDs for a message, at most 20 of them.
+// list renders registry strings (agent IDs, categories) for a message, at
+// most 20 of them.
 func list(ids []string) string {
 	if len(ids) == 0 {
 		return "none"
@@ -435,10 +490,10 @@ func (c *checker) requestType() {
 		return
 	}
 	c.boundaryBad = append(c.boundaryBad, reason.InvalidRequestType)
-	msg := fmt.Sprintf("request type %s is outside the scope of target agent %s, which accepts %s",
-		q(rt), q(d.ID), strings.Join(d.RequestTypes, ", "))
+	msg := fmt.Sprintf("is outside the scope of target agent %s, which accepts %s",
+		q(d.ID), strings.Join(d.RequestTypes, ", "))
 	if s := c.src.agent; s != nil {
-		msg += fmt.Sprintf("; targets %s may hand off to that accept it: %s", q(s.ID), list(c.allowedTargets(s.ID, rt)))
+		msg += fmt.Sprintf("; targets %s may hand off to that accept this request type: %s", q(s.ID), list(c.allowedTargets(s.ID, rt)))
 	}
 	c.add(reason.InvalidRequestType, reason.Error, "context.request.type", "%s", msg)
 }
@@ -455,12 +510,12 @@ func (c *checker) replay() {
 	}
 	if h == c.in.PayloadSHA256 {
 		c.add(reason.Replay, reason.Error, idField(c.rec.Format),
-			"handoff_id %s was already accepted at seq %d with the same payload: this is a replay", q(id), seq)
+			"this handoff_id was already accepted at seq %d with the same payload: this is a replay", seq)
 		return
 	}
 	c.add(reason.IDConflict, reason.Error, idField(c.rec.Format),
-		"handoff_id %s was already accepted at seq %d with payload sha256 %s; this payload's sha256 is %s",
-		q(id), seq, h, c.in.PayloadSHA256)
+		"this handoff_id was already accepted at seq %d with payload sha256 %s; this payload's sha256 is %s",
+		seq, h, c.in.PayloadSHA256)
 }
 
 // timestamp checks the document's own time against the entry time.
@@ -478,20 +533,20 @@ func (c *checker) timestamp() {
 			}
 		}
 		c.add(reason.InvalidTimestamp, reason.Error, field,
-			"timestamp %s is not an RFC 3339 date-time with a time zone, so its freshness cannot be checked", q(ts))
+			"is not an RFC 3339 date-time with a time zone, so its freshness cannot be checked")
 		return
 	}
 	now := c.in.Now
 	if ahead := t.Sub(now); ahead > MaxClockSkew {
 		c.add(reason.ClockSkew, reason.Error, field,
-			"timestamp %s is %s after the ledger time %s (at most %s allowed)",
-			q(ts), ahead.Round(time.Second), now.UTC().Format(time.RFC3339Nano), MaxClockSkew)
+			"is %s after the ledger time %s (at most %s allowed)",
+			ahead.Round(time.Second), now.UTC().Format(time.RFC3339Nano), MaxClockSkew)
 	}
 	if maxAge := time.Duration(c.in.Inputs.Params.MaxAge); maxAge > 0 {
 		if age := now.Sub(t); age > maxAge {
 			c.add(reason.Stale, reason.Error, field,
-				"timestamp %s is %s before the ledger time %s, older than --max-age %s",
-				q(ts), age.Round(time.Second), now.UTC().Format(time.RFC3339Nano), maxAge)
+				"is %s before the ledger time %s, older than --max-age %s",
+				age.Round(time.Second), now.UTC().Format(time.RFC3339Nano), maxAge)
 		}
 	}
 }
@@ -507,8 +562,12 @@ func (c *checker) attestation() {
 		if !s.named() {
 			return
 		}
+		who := "the " + s.role + " agent"
+		if s.agent != nil {
+			who = fmt.Sprintf("%s agent %s", s.role, q(s.agent.ID))
+		}
 		c.claim(claim, "governance."+s.role+"_agent_verified", len(s.failed) == 0 && !s.unverifiable, len(s.failed) > 0,
-			fmt.Sprintf("%s agent %s failed %s", s.role, q(s.ref.ID), codes(s.failed)))
+			fmt.Sprintf("%s failed %s", who, codes(s.failed)))
 	}
 	agentClaim(at.SourceAgentVerified, &c.src)
 	agentClaim(at.TargetAgentVerified, &c.dst)
@@ -541,9 +600,11 @@ func codes(cs []reason.Code) string {
 	return strings.Join(slices.Compact(ss), ", ")
 }
 
-// q quotes a value taken from a document for a message: Go syntax with
-// only ASCII (so control, zero-width and bidi characters and invalid UTF-8
-// are escaped) and at most 128 bytes of the value.
+// q quotes a value for a message: Go syntax with only ASCII (so control,
+// zero-width and bidi characters and invalid UTF-8 are escaped) and at
+// most 128 bytes of the value. It is used only for values of the registry
+// and the lock (agent ids, versions, hashes, categories): a value taken
+// from the document is never put into a message.
 func q(s string) string {
 	return strconv.QuoteToASCII(truncate(s, 128))
 }

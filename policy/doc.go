@@ -29,10 +29,21 @@
 //
 // Every reason has a stable code (package reason), a severity, the dotted
 // path of the field it concerns in the document's own format ("" for the
-// whole document or for agents given by --from/--to), and a message that
-// names the values involved. Values taken from the document are quoted and
-// cut to 128 bytes, so messages stay short and printable whatever the
-// document holds.
+// whole document or for agents given by --from/--to), and a message.
+//
+// A reason is stored in its ledger entry for good, and redacting a payload
+// removes the payload's bytes, not the entry. So a message names fields and
+// constraints (the field path, the expected form, the allowed values, a
+// length or count, a duration) and values of the registry and the lock
+// (registered agent ids, versions, locked hashes, allowed targets,
+// categories), never a value taken from the submitted document: not a
+// rejected id, hash, version, timestamp, path or enum value, and not an
+// agent id unless it is registered. Hashes the ledger computed (of the
+// payload, of a deliverable) and file-system errors may be named; member
+// names appear in field paths (as handoff words them: only when they have
+// the shape of a field name). Registry values are Go-quoted with only
+// ASCII and cut to 128 bytes.
+// TestReasonsNeverCopyValues holds every format to this.
 //
 // # Rules
 //
@@ -67,24 +78,35 @@
 //  4. COMPOSITION_INVALID (error): a source or target archetype whose
 //     composition is empty, names an agent that is not a registered domain,
 //     names one twice, has a percent outside 1..100, or does not sum to 100.
-//  5. swarm/2 only: INELIGIBLE_TARGET (error) when the target skill does not
-//     declare accepts_handoff: true (seed 000), in any kind of registry.
+//  5. INELIGIBLE_TARGET (error) when the target skill does not declare
+//     accepts_handoff: true (seed 000): for swarm/2 in any kind of
+//     registry, and for every format in a registry loaded from skills.
 //  6. BOUNDARY_VIOLATION (error) when manifest.Registry.Allows refuses the
 //     pair (deny by default); the message lists the targets the source may
 //     hand off to. Not reported for a target already INELIGIBLE_TARGET.
-//  7. governed/1 only: INVALID_REQUEST_TYPE (error) when the target declares
+//  7. swarm/2 only, for an eligible target skill: REQUIRES_MISSING (error)
+//     for each field its requires: names (relative to handoff) that the
+//     payload has no value for (absent, null, blank, empty list or
+//     mapping); CATEGORY_MISMATCH (error) when target.category is given and
+//     is not one of its handoff_categories (exact string comparison).
+//  8. vbw/1 typed messages only, when the registry declares vbw_role for
+//     any agent: ROLE_MISMATCH (error) when the source's vbw_role is not
+//     the sender seed 001 names for the message type (scout_findings:
+//     scout; dev_progress, dev_blocker: dev; qa_result: qa;
+//     debugger_report: debugger) or the target's is not lead.
+//  9. governed/1 only: INVALID_REQUEST_TYPE (error) when the target declares
 //     request_types and context.request.type is not one of them; the message
 //     lists the source's allowed targets that accept that type.
-//  8. REPLAY (error) when State holds an accepted entry with the same
+//  10. REPLAY (error) when State holds an accepted entry with the same
 //     handoff_id and the same payload SHA-256 (the message names its seq);
 //     ID_CONFLICT (error) when the payload differs (seq and both hashes).
-//  9. CLOCK_SKEW (error) when the document's timestamp is more than
+//  11. CLOCK_SKEW (error) when the document's timestamp is more than
 //     MaxClockSkew (5 minutes) after Input.Now; STALE (error) when it is more
 //     than Params.MaxAge before it (0: no limit). Exactly at either bound is
 //     accepted. A timestamp that is not RFC 3339 gives INVALID_TIMESTAMP
 //     (error) unless the format already reported one. A zero Input.Now skips
 //     these checks.
-//  10. governed/1 only: ATTESTATION_MISMATCH. The governance block is a
+//  12. governed/1 only: ATTESTATION_MISMATCH. The governance block is a
 //     claim. A claim of true that a check refuted is an error:
 //     source_agent_verified / target_agent_verified (the agent is unknown,
 //     unlocked, blocked, or has a type, version or hash mismatch),

@@ -44,6 +44,9 @@ const (
 	AgentsRequired     Code = "AGENTS_REQUIRED"     // vbw/1, task/1 recorded without --from/--to
 	IDConflict         Code = "ID_CONFLICT"         // a handoff_id already accepted with other bytes
 	NewerVersion       Code = "NEWER_VERSION"       // skill/1 version above 1.0: unknown fields ignored (warning)
+	RequiresMissing    Code = "REQUIRES_MISSING"    // swarm/2 payload lacks a field the target skill's requires: names
+	CategoryMismatch   Code = "CATEGORY_MISMATCH"   // swarm/2 target.category is not one of the target skill's handoff_categories
+	RoleMismatch       Code = "ROLE_MISMATCH"       // vbw/1 sender or receiver lacks the role seed 001 names for the message type
 )
 
 // Severity grades a Reason.

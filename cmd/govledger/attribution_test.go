@@ -50,7 +50,7 @@ func TestAttributionRecorded(t *testing.T) {
 	}{
 		{"forged by an unregistered source", doc("forged.json", "6ba7b810-9dad-41d1-80b4-00c04fd430c1",
 			`"agent_id": "domain-05-product"`, `"agent_id": "domain-99-ghost"`, goodTarget, wrong),
-			1, `not attributable (source agent "domain-99-ghost" is not in the registry), so no block is applied`, nil},
+			1, `not attributable (the source agent is not in the registry), so no block is applied`, nil},
 		{"the target still receives handoffs", doc("after-forged.json", "6ba7b810-9dad-41d1-80b4-00c04fd430c2"),
 			0, "ACCEPTED", nil},
 		{"attributable", doc("attributable.json", "6ba7b810-9dad-41d1-80b4-00c04fd430c3", goodTarget, wrong),
