@@ -193,10 +193,7 @@ func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
 		return nil
 	})
 	if err != nil {
-		if _, ok := err.(*exitError); ok {
-			return "", 0, err
-		}
-		return "", 0, internalErr(err)
+		return "", 0, ledgerReadErr(0, err)
 	}
 	return key, at, nil
 }

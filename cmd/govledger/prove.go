@@ -125,5 +125,5 @@ func proveErr(err error) error {
 	case errors.Is(err, checkpoint.ErrAnchor), errors.Is(err, bundle.ErrInvalid):
 		return &exitError{code: exitFound, err: err}
 	}
-	return internalErr(err)
+	return ledgerReadErr(0, err)
 }
