@@ -24,6 +24,10 @@ It adds no entry. Keep the checkpoints OUTSIDE the ledger's host (a git repo,
 CI artifacts, another machine): "govledger verify --checkpoint" then detects a
 truncated, rewritten, rolled-back or replaced ledger.
 
+It signs the Merkle root stored as the entries were appended and does not
+replay the chain: run "govledger verify" first to know what you sign.
+
+Examples:
   govledger checkpoint --key ledger.key --out checkpoints/latest.txt
   govledger checkpoint rotate --old-key old.pub --new-key new.pub --reason "yearly rotation"`,
 		Flags: []cli.Flag{
@@ -95,7 +99,11 @@ func rotateCommand(g *globals) *cli.Command {
 		Description: `rotate appends a key_rotation entry naming the old and new verifier keys, so
 auditors can see in the ledger itself which key signs checkpoints from then on.
 --old-key may be omitted for the first key. Keys are note verifier keys or
-ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
+ssh-ed25519 public keys (named by --key-name, default the ledger origin).
+
+Examples:
+  govledger checkpoint rotate --new-key first.pub --reason "first signing key"
+  govledger checkpoint rotate --old-key old.pub --new-key new.pub --reason "yearly rotation"`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "old-key", Usage: "verifier key (file or literal) being retired", Destination: &oldKey},
 			&cli.StringFlag{Name: "new-key", Usage: "verifier key (file or literal) that signs from now on", Destination: &newKey},

@@ -113,6 +113,10 @@ var damagedClasses = []error{ledger.ErrCorrupt, ledger.ErrMalformed, ledger.ErrN
 // damaged entry is a finding (exit 1), reported the same way by every
 // command; anything else is classified by errorClasses.
 func ledgerReadErr(seq uint64, err error) error {
+	var c interface{ ExitCode() int }
+	if errors.As(err, &c) {
+		return err // classified already (inside a Scan callback)
+	}
 	for _, d := range damagedClasses {
 		if errors.Is(err, d) {
 			return damaged(seq, err)

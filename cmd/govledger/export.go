@@ -103,11 +103,14 @@ func (t *trackWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// exportErr classifies a failed export: a write error or an interrupt is
-// an internal failure; anything else came from the stored entries.
+// exportErr classifies a failed export: an output file that cannot be
+// created is classified by its cause, a write error or an interrupt is an
+// internal failure, and anything else came from the stored entries.
 func exportErr(tw *trackWriter, seq uint64, err error) error {
 	switch {
-	case tw != nil && tw.err != nil:
+	case tw == nil: // the output file could not be created (a missing folder: exit 2)
+		return classify(fmt.Errorf("export: %w", err))
+	case tw.err != nil:
 		return internalErr(fmt.Errorf("export: %w", err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return internalErr(fmt.Errorf("export: %w", err))
