@@ -29,7 +29,7 @@ refused with every problem listed, one per line, and exit code 2.
 
 Examples:
   govledger lock                                  # prompt-manifest.json -> prompt-lock.json
-  govledger --manifest skills/ lock               # a folder of */SKILL.md skills (seed 000)
+  govledger --manifest skills/ lock               # a folder of */SKILL.md skills
   govledger lock check --output github            # the CI gate, see "govledger lock check --help"
 
 ` + exitCodeTable,
