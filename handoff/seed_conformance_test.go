@@ -16,7 +16,7 @@ import (
 // Seed conformance: one case per rule a seed states, each quoting the
 // seed's sentence. The rules that need the registry or the lock are in
 // package policy (TestSeedGovernance), the skill metadata rules in package
-// manifest (TestSeed000SkillMetadata). README.md, "Seed conformance", lists
+// manifest (TestSeed000SkillMetadata). README.md, "Format conformance", lists
 // them all.
 
 // seedRule is one rule of a seed, checked on one document.

@@ -33,7 +33,7 @@ const (
 	PathEscape          Code = "PATH_ESCAPE"
 	PayloadTooLarge     Code = "PAYLOAD_TOO_LARGE"
 	Unparseable         Code = "UNPARSEABLE"
-	// Added by govledger beyond DESIGN.md's list.
+	// Codes beyond the initial set.
 	UnknownFormat      Code = "UNKNOWN_FORMAT"      // no format matched, or more than one did
 	MarkdownFallback   Code = "MARKDOWN_FALLBACK"   // vbw/1 message that is not JSON (warning; error under --strict)
 	SessionUnreadable  Code = "SESSION_UNREADABLE"  // swarm/2 session_path missing or unreadable

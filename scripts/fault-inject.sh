@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Syscall fault injection for the record path (RELIABILITY C2, C4, C6),
+# Syscall fault injection for the record path (I/O errors, full disk, kills),
 # in the way of Tessera's fault test: for every syscall in SYSCALLS, every
 # fault in FAULTS and every call index 1..MAX_N, run one "govledger record"
 # of two documents under strace with that single fault injected, then check:

@@ -31,15 +31,19 @@ func runWithClock(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	app := newApp(stdin, stdout, stderr, getenv)
 	app.Metadata = map[string]any{"now": now, "args": args}
-	err := app.RunContext(ctx, args)
+	return finish(app.RunContext(ctx, args), stderr)
+}
+
+// finish reports err, unless its report was already written, and returns
+// the exit code.
+func finish(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code := exitCode(err)
 	if !errors.Is(err, errFound) {
 		fmt.Fprintf(stderr, "govledger: %s\n", oneLine(err.Error()))
 	}
-	return code
+	return exitCode(err)
 }
 
 func oneLine(s string) string {

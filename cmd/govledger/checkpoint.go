@@ -25,6 +25,10 @@ It adds no entry. Keep the checkpoints OUTSIDE the ledger's host (a git repo,
 CI artifacts, another machine): "govledger verify --checkpoint" then detects a
 truncated, rewritten, rolled-back or replaced ledger.
 
+It signs the Merkle root stored as the entries were appended and does not
+replay the chain: run "govledger verify" first to know what you sign.
+
+Examples:
   govledger checkpoint --key ledger.key --out checkpoints/latest.txt
   govledger checkpoint rotate --old-key old.pub --new-key new.pub --reason "yearly rotation"`,
 		Flags: []cli.Flag{
@@ -96,7 +100,11 @@ func rotateCommand(g *globals) *cli.Command {
 		Description: `rotate appends a key_rotation entry naming the old and new verifier keys, so
 auditors can see in the ledger itself which key signs checkpoints from then on.
 --old-key may be omitted for the first key. Keys are note verifier keys or
-ssh-ed25519 public keys (named by --key-name, default the ledger origin).`,
+ssh-ed25519 public keys (named by --key-name, default the ledger origin).
+
+Examples:
+  govledger checkpoint rotate --new-key first.pub --reason "first signing key"
+  govledger checkpoint rotate --old-key old.pub --new-key new.pub --reason "yearly rotation"`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "old-key", Usage: "verifier key (file or literal) being retired", Destination: &oldKey},
 			&cli.StringFlag{Name: "new-key", Usage: "verifier key (file or literal) that signs from now on", Destination: &newKey},
@@ -194,10 +202,7 @@ func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
 		return nil
 	})
 	if err != nil {
-		if _, ok := err.(*exitError); ok {
-			return "", 0, err
-		}
-		return "", 0, internalErr(err)
+		return "", 0, ledgerReadErr(0, err)
 	}
 	return key, at, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/verify"
 )
@@ -76,7 +77,7 @@ var openClasses = []errorClass{
 	{fs.ErrNotExist, exitUsage, "the ledger's folder does not exist"},
 	// The ledger is there but cannot be opened now or by this build.
 	{ledger.ErrLocked, exitInternal, "another process holds the ledger"},
-	{ledger.ErrVersionMismatch, exitInternal, "the ledger's format is newer than this build"},
+	{entry.ErrVersionMismatch, exitInternal, "the ledger's format is newer than this build"},
 	{fs.ErrPermission, exitInternal, "no permission to open the ledger"},
 }
 
@@ -102,6 +103,54 @@ func classOf(classes []errorClass, err error, fallback int) int {
 	}
 	return fallback
 }
+
+// damagedClasses are the errors that say a stored entry or the file's
+// structure is bad (not the disk, not the process): reading on would give
+// wrong answers, and verify names what is wrong.
+var damagedClasses = []error{ledger.ErrCorrupt, entry.ErrMalformed, entry.ErrNotCanonical,
+	entry.ErrVersionMismatch, entry.ErrBadHash, verify.ErrExportLine}
+
+// ledgerReadErr classifies an error met reading the opened ledger: a
+// damaged entry is a finding (exit 1), reported the same way by every
+// command; anything else is classified by errorClasses.
+func ledgerReadErr(seq uint64, err error) error {
+	var c interface{ ExitCode() int }
+	if errors.As(err, &c) {
+		return err // classified already (inside a Scan callback)
+	}
+	for _, d := range damagedClasses {
+		if errors.Is(err, d) {
+			return damaged(seq, err)
+		}
+	}
+	return classify(err)
+}
+
+// damaged is the exit-1 error for a damaged stored entry at seq (0 when
+// unknown; a *ledger.RecordError in err names it).
+func damaged(seq uint64, err error) error {
+	var re *ledger.RecordError
+	if errors.As(err, &re) && re.Seq != 0 {
+		seq = re.Seq
+	}
+	return &exitError{code: exitFound, err: &damagedError{seq: seq, err: err}}
+}
+
+// damagedError prints one message for a damaged ledger whichever command
+// met it; the cause stays reachable with errors.Is and errors.As.
+type damagedError struct {
+	seq uint64
+	err error
+}
+
+func (e *damagedError) Error() string {
+	if e.seq == 0 {
+		return "the ledger's stored data is damaged: run 'govledger verify' for the findings"
+	}
+	return fmt.Sprintf("entry seq %d of the ledger is damaged: run 'govledger verify' for the findings", e.seq)
+}
+
+func (e *damagedError) Unwrap() error { return e.err }
 
 // ledgerErr classifies a failure to open the ledger at path (see
 // openClasses) and names the path in its message.

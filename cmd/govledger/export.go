@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -47,18 +49,21 @@ Examples:
 			defer done()
 			src := &countingSource{Source: verify.LedgerSource(l), progress: prog}
 			if out := c.String("out"); out != "" {
+				var tw *trackWriter
 				err := atomicfile.Write(out, 0o644, func(f *os.File) error {
-					return verify.WriteExport(c.Context, f, src)
+					tw = &trackWriter{w: f}
+					return verify.WriteExport(c.Context, tw, src)
 				})
 				if err != nil {
-					return ledgerReadErr(src.last, fmt.Errorf("export: %w", err))
+					return exportErr(tw, src.last, err)
 				}
 				fmt.Fprintf(g.stderr, "exported %d entries to %s\n", src.n, out)
 				return nil
 			}
-			w := bufio.NewWriter(g.stdout)
+			tw := &trackWriter{w: g.stdout}
+			w := bufio.NewWriter(tw)
 			if err := verify.WriteExport(c.Context, w, src); err != nil {
-				return ledgerReadErr(src.last, fmt.Errorf("export: %w", err))
+				return exportErr(tw, src.last, err)
 			}
 			return w.Flush()
 		},
@@ -80,4 +85,35 @@ func (s *countingSource) Entries(ctx context.Context, fn func(seq uint64, raw []
 		}
 		return fn(seq, raw)
 	})
+}
+
+// trackWriter remembers its first write error, so a failed export can be
+// told apart: the output could not be written (exit 3), or the ledger's
+// stored data is damaged (exit 1).
+type trackWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *trackWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return n, err
+}
+
+// exportErr classifies a failed export: an output file that cannot be
+// created is classified by its cause, a write error or an interrupt is an
+// internal failure, and anything else came from the stored entries.
+func exportErr(tw *trackWriter, seq uint64, err error) error {
+	switch {
+	case tw == nil: // the output file could not be created (a missing folder: exit 2)
+		return classify(fmt.Errorf("export: %w", err))
+	case tw.err != nil:
+		return internalErr(fmt.Errorf("export: %w", err))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return internalErr(fmt.Errorf("export: %w", err))
+	}
+	return damaged(seq, err)
 }

@@ -25,7 +25,11 @@ NAME should be the ledger's origin (the C2SP checkpoint spec recommends it).
 It writes the signer key to PREFIX.key (mode 0600; never overwritten) and the
 verifier key to PREFIX.pub, and prints the verifier key (NAME+hash+key).
 PREFIX is --out, or NAME with "/" replaced by "_". Keep the .key file away from
-the ledger's host and user; publish the .pub key to whoever verifies.`,
+the ledger's host and user; publish the .pub key to whoever verifies.
+
+Examples:
+  govledger keygen example.com/ledger                 # example.com_ledger.key and .pub
+  govledger keygen --out keys/2027 example.com/ledger # keys/2027.key and .pub`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "file prefix for PREFIX.key and PREFIX.pub (default: NAME with / replaced by _)", Destination: &out},
 		},

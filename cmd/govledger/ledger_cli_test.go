@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/go-json-experiment/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json"
 )
 
 // pinnedClock is the ledger clock of the golden CLI runs: one second per

@@ -29,7 +29,7 @@ refused with every problem listed, one per line, and exit code 2.
 
 Examples:
   govledger lock                                  # prompt-manifest.json -> prompt-lock.json
-  govledger --manifest skills/ lock               # a folder of */SKILL.md skills (seed 000)
+  govledger --manifest skills/ lock               # a folder of */SKILL.md skills
   govledger lock check --output github            # the CI gate, see "govledger lock check --help"
 
 ` + exitCodeTable,
@@ -108,7 +108,7 @@ func runLock(g *globals) error {
 	defer dir.Close()
 	lk, err := lockfile.Generate(reg, dir.ReadFile)
 	if err != nil {
-		return reportLines(g, exitUsage, err)
+		return reportProblems(g, promptProblems(g, reg.Dir, err))
 	}
 	data := lk.Marshal()
 	old, err := os.ReadFile(g.lock)
@@ -133,7 +133,8 @@ func runLock(g *globals) error {
 }
 
 // loadRegistry loads --manifest; an invalid registry is reported one
-// problem per line on stderr (and as annotations under --output github).
+// problem per line on stderr (and, for lock check, as annotations or
+// SARIF results).
 func loadRegistry(g *globals) (*manifest.Registry, error) {
 	reg, err := manifest.Load(g.manifest)
 	if err == nil {
@@ -143,31 +144,69 @@ func loadRegistry(g *globals) (*manifest.Registry, error) {
 	if errors.As(err, &list) {
 		return nil, reportList(g, list)
 	}
-	return nil, inputErr(fmt.Errorf("manifest %s: %w", g.manifest, err))
+	return nil, reportProblems(g, []inputProblem{{Rule: ruleInvalidInput, File: relPath(g.manifest),
+		Text: fmt.Sprintf("manifest %s: %v", g.manifest, err)}})
 }
+
+// inputProblem is a reason lock check could not compare: an invalid or
+// missing registry, lock or prompt file.
+type inputProblem struct {
+	Rule      string // ruleMissingLock or ruleInvalidInput
+	File      string // slash-separated, relative to the working directory
+	Line, Col int    // 0 when unknown
+	Message   string // for annotations: without the file and position
+	Text      string // for stderr: the whole error
+}
+
+// Rules of the problems that stop lock check before it compares.
+const (
+	ruleMissingLock  = "MISSING_LOCK"
+	ruleInvalidInput = "INVALID_INPUT"
+)
 
 func reportList(g *globals, list manifest.ErrorList) error {
-	for _, e := range list {
-		if g.output == "github" {
-			msg := e.Err.Error()
-			if e.Field != "" {
-				msg = e.Field + ": " + msg
-			}
-			fmt.Fprintf(g.stdout, "::error file=%s,line=%d,col=%d,title=INVALID_INPUT::%s\n",
-				ghProperty(relPath(e.File)), max(e.Line, 1), max(e.Col, 1), ghData(msg))
+	probs := make([]inputProblem, len(list))
+	for i, e := range list {
+		msg := e.Err.Error()
+		if e.Field != "" {
+			msg = e.Field + ": " + msg
 		}
-		fmt.Fprintf(g.stderr, "govledger: %s\n", oneLine(e.Error()))
+		probs[i] = inputProblem{Rule: ruleInvalidInput, File: relPath(e.File), Line: e.Line, Col: e.Col, Message: msg, Text: e.Error()}
 	}
-	return &exitError{code: exitUsage, err: errFound}
+	return reportProblems(g, probs)
 }
 
-// reportLines prints a (possibly joined) error one line per error and
-// returns code without a further message.
-func reportLines(g *globals, code int, err error) error {
-	for _, l := range strings.Split(err.Error(), "\n") {
-		fmt.Fprintf(g.stderr, "govledger: %s\n", l)
+// reportProblems writes each problem on stderr, one line each, and also
+// on stdout in the CI formats: an ::error annotation under --output
+// github, a SARIF log with one result per problem under --output sarif
+// (so an upload step gets a valid file that shows them). Exit 2.
+func reportProblems(g *globals, probs []inputProblem) error {
+	switch g.output {
+	case outGitHub:
+		var b strings.Builder
+		for _, p := range probs {
+			msg := p.Message
+			if msg == "" {
+				msg = p.Text
+			}
+			fmt.Fprintf(&b, "::error file=%s", ghProperty(p.File))
+			if p.Line > 0 {
+				fmt.Fprintf(&b, ",line=%d,col=%d", p.Line, max(p.Col, 1))
+			}
+			fmt.Fprintf(&b, ",title=%s::%s\n", p.Rule, ghData(msg))
+		}
+		if _, err := io.WriteString(g.stdout, b.String()); err != nil {
+			return err
+		}
+	case outSARIF:
+		if err := writeJSON(g.stdout, problemsSARIF(probs)); err != nil {
+			return err
+		}
 	}
-	return &exitError{code: code, err: errFound}
+	for _, p := range probs {
+		fmt.Fprintf(g.stderr, "govledger: %s\n", oneLine(p.Text))
+	}
+	return &exitError{code: exitUsage, err: errFound}
 }
 
 // lockCheckResult is the report of "lock check", rendered by every output.
@@ -197,12 +236,15 @@ func runLockCheck(g *globals) error {
 	if err != nil {
 		return err
 	}
+	lockProblem := func(rule, msg string) error {
+		return reportProblems(g, []inputProblem{{Rule: rule, File: relPath(g.lock), Message: msg, Text: "lock " + msg}})
+	}
 	data, err := os.ReadFile(g.lock)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return inputErr(fmt.Errorf("lock %s does not exist: run 'govledger lock' first", g.lock))
+			return lockProblem(ruleMissingLock, fmt.Sprintf("%s does not exist: run 'govledger lock' first, and commit it", g.lock))
 		}
-		return inputErr(fmt.Errorf("lock: %w", err))
+		return lockProblem(ruleInvalidInput, err.Error())
 	}
 	lk, err := lockfile.Parse(g.lock, data)
 	if err != nil {
@@ -210,16 +252,17 @@ func runLockCheck(g *globals) error {
 		if errors.As(err, &list) {
 			return reportList(g, list)
 		}
-		return inputErr(err)
+		return lockProblem(ruleInvalidInput, err.Error())
 	}
 	dir, err := lockfile.OpenDir(reg.Dir)
 	if err != nil {
-		return inputErr(fmt.Errorf("registry folder: %w", err))
+		return reportProblems(g, []inputProblem{{Rule: ruleInvalidInput, File: relPath(g.manifest),
+			Text: fmt.Sprintf("registry folder: %v", err)}})
 	}
 	defer dir.Close()
 	rep, err := lockfile.Check(reg, lk, dir.ReadFile)
 	if err != nil {
-		return reportLines(g, exitUsage, err)
+		return reportProblems(g, promptProblems(g, reg.Dir, err))
 	}
 	res := lockCheckResult{Schema: "govledger.lockcheck/v1", Manifest: filepath.ToSlash(g.manifest), Lock: filepath.ToSlash(g.lock),
 		InSync: rep.InSync, Agents: rep.Agents, Findings: make([]lockFinding, len(rep.Findings))}
@@ -385,8 +428,11 @@ type sarifArtifact struct {
 }
 
 type sarifRegion struct {
-	StartLine int `json:"startLine"`
+	StartLine   int `json:"startLine"`
+	StartColumn int `json:"startColumn,omitzero"`
 }
+
+const sarifSchema = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
 var lockRules = []sarifRule{
 	{ID: string(lockfile.Changed), Name: "PromptChanged",
@@ -438,9 +484,68 @@ func lockSARIF(res lockCheckResult) sarifLog {
 			}}},
 		})
 	}
-	return sarifLog{
-		Schema:  "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
-		Version: "2.1.0",
-		Runs:    []sarifRun{run},
+	return sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}}
+}
+
+// promptProblems lists the prompt files lockfile.Check could not read
+// (a joined error of *lockfile.FileError).
+func promptProblems(g *globals, regDir string, err error) []inputProblem {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
+	probs := make([]inputProblem, len(errs))
+	for i, e := range errs {
+		p := inputProblem{Rule: ruleInvalidInput, File: relPath(g.manifest), Text: e.Error()}
+		var fe *lockfile.FileError
+		if errors.As(e, &fe) {
+			p.File = relPath(filepath.Join(regDir, filepath.FromSlash(fe.Path)))
+		}
+		probs[i] = p
+	}
+	return probs
+}
+
+var problemRules = []sarifRule{
+	{ID: ruleMissingLock, Name: "LockMissing",
+		ShortDescription: sarifText{"The prompt lock does not exist"},
+		FullDescription:  sarifText{"lock check found no prompt-lock.json to compare the registry with, so no prompt is pinned."},
+		Help:             sarifText{"Review the prompts, run 'govledger lock' and commit prompt-lock.json."}},
+	{ID: ruleInvalidInput, Name: "InvalidInput",
+		ShortDescription: sarifText{"The registry, the lock or a prompt file cannot be read"},
+		FullDescription:  sarifText{"lock check stopped before comparing: a file is missing, unreadable or invalid (the message names the field)."},
+		Help:             sarifText{"Fix the file named in the result; 'govledger lock check' lists every problem."}},
+}
+
+// problemsSARIF is a SARIF log of problems that stopped lock check.
+func problemsSARIF(probs []inputProblem) sarifLog {
+	rules := make([]sarifRule, len(problemRules))
+	for i, r := range problemRules {
+		r.DefaultConfiguration.Level = "error"
+		rules[i] = r
+	}
+	run := sarifRun{
+		Tool:    sarifTool{Driver: sarifDriver{Name: "govledger", InformationURI: "https://github.com/govledger/govledger", Rules: rules}},
+		Results: []sarifResult{},
+	}
+	for _, p := range probs {
+		idx := 0
+		for i, r := range problemRules {
+			if r.ID == p.Rule {
+				idx = i
+			}
+		}
+		msg := p.Message
+		if msg == "" {
+			msg = p.Text
+		}
+		run.Results = append(run.Results, sarifResult{
+			RuleID: p.Rule, RuleIndex: idx, Level: "error", Message: sarifText{msg},
+			Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
+				ArtifactLocation: sarifArtifact{URI: (&url.URL{Path: p.File}).EscapedPath()},
+				Region:           sarifRegion{StartLine: max(p.Line, 1), StartColumn: p.Col},
+			}}},
+		})
+	}
+	return sarifLog{Schema: sarifSchema, Version: "2.1.0", Runs: []sarifRun{run}}
 }

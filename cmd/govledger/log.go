@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -59,7 +58,7 @@ Examples:
 			}
 			seqs, err := l.Find(q)
 			if err != nil {
-				return internalErr(err)
+				return ledgerReadErr(0, err)
 			}
 			n := 0
 			for _, seq := range seqs {
@@ -90,9 +89,4 @@ Examples:
 			return nil
 		},
 	}
-}
-
-// ledgerReadErr classifies an error reading a stored entry.
-func ledgerReadErr(seq uint64, err error) error {
-	return &exitError{code: exitFound, err: fmt.Errorf("seq %d: %w (run 'govledger verify')", seq, err)}
 }

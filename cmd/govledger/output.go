@@ -43,22 +43,37 @@ const (
 )
 
 // outputs is the one table of the formats each command writes, by command
-// path ("" is govledger itself: help, --version, --exit-codes). A format
-// a command does not write is a usage error (exit 2), never ignored. A
-// command missing from the table writes text and JSON.
+// path ("" is govledger itself: --version). A format a command does not
+// write is a usage error (exit 2), never ignored. Every command is listed
+// (a test holds the table to the command tree); one missing would get
+// text and JSON.
 var outputs = map[string][]string{
 	"":                  {outText, outJSON},
 	"lock":              {outText, outJSON},
 	"lock check":        {outText, outJSON, outGitHub, outSARIF},
 	"validate":          {outText, outJSON, outSeedError},
 	"record":            {outText, outJSON, outSeedError},
+	"verify":            {outText, outJSON},
+	"log":               {outText, outJSON},
+	"show":              {outText, outJSON},
+	"trace":             {outText, outJSON},
 	"export":            {outText, outJSON}, // JSON Lines either way
+	"stats":             {outText, outJSON},
+	"unblock":           {outText, outJSON},
+	"blocks":            {outText, outJSON},
+	"registry":          {outText, outJSON},
+	"demo":              {outText, outJSON},
+	"bench":             {outText, outJSON},
+	"keygen":            {outText, outJSON},
+	"checkpoint":        {outText, outJSON},
+	"checkpoint rotate": {outText, outJSON},
+	"prove":             {outText, outJSON},
+	"verify-proof":      {outText, outJSON},
+	"redact":            {outText, outJSON},
 	"completion":        {outText},
 	"completion bash":   {outText},
 	"completion zsh":    {outText},
 	"completion fish":   {outText},
-	"checkpoint":        {outText, outJSON},
-	"checkpoint rotate": {outText, outJSON},
 }
 
 // outputsOf returns the formats the command at path writes.

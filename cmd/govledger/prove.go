@@ -20,18 +20,19 @@ func proveCommand(g *globals) *cli.Command {
 		Usage:     "write an offline proof bundle: entry SEQ is in the ledger, or the ledger extends an old checkpoint",
 		ArgsUsage: "SEQ",
 		Description: `prove writes a JSON proof bundle that "govledger verify-proof" (or a short script,
-see the README) checks without the database:
-
-  govledger prove --key ledger.key 42 --out entry42.proof.json
-  govledger prove --checkpoint published.txt 42        # against a published checkpoint
-  govledger prove --consistency old.txt --key ledger.key --out grew.proof.json
+see the README) checks without the database.
 
 An inclusion bundle ("govledger.proof/v1") holds the entry's canonical bytes,
 its hash, its payload (unless redacted), the RFC 6962 audit path and a signed
 checkpoint. A consistency bundle ("govledger.consistency/v1") holds the old and
 new checkpoints and the consistency proof between them. Hashes are lowercase hex.
 Give --key (sign a fresh checkpoint at the current size; adds no entry) or
---checkpoint (prove against an existing checkpoint of this ledger).`,
+--checkpoint (prove against an existing checkpoint of this ledger).
+
+Examples:
+  govledger prove --key ledger.key --out entry42.proof.json 42
+  govledger prove --checkpoint published.txt 42        # against a published checkpoint
+  govledger prove --consistency old.txt --key ledger.key --out grew.proof.json`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "key", Usage: "signer key file: sign a new checkpoint to prove against", Destination: &keyFile},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)", Destination: &keyName},
@@ -125,5 +126,5 @@ func proveErr(err error) error {
 	case errors.Is(err, checkpoint.ErrAnchor), errors.Is(err, bundle.ErrInvalid):
 		return &exitError{code: exitFound, err: err}
 	}
-	return internalErr(err)
+	return ledgerReadErr(0, err)
 }

@@ -104,8 +104,8 @@ func (rep *docReport) render(w io.Writer, output string) error {
 	case "json":
 		return writeJSON(w, rep)
 	case "seed-error":
-		// Each rejection in its format's own words: seed 000's error
-		// response as one YAML document per file, seed 002's stop message
+		// Each rejection in its format's own words: the swarm/2 spec's error
+		// response as one YAML document per file, the skill/1 spec's stop message
 		// under the file's name; other documents as text.
 		for _, d := range rep.Documents {
 			switch {
@@ -165,8 +165,8 @@ func orDash(s string) string {
 }
 
 const decisionHelp = `
-Formats are detected from the content (--format overrides): governed/1 (JSON,
-seed 003), swarm/2 and skill/1 (YAML), vbw/1 (typed JSON messages, markdown
+Formats are detected from the content (--format overrides): governed/1 (JSON),
+swarm/2 and skill/1 (YAML), vbw/1 (typed JSON messages, markdown
 fallback) and task/1 (YAML under "## Handoff" in a markdown task file).
 vbw/1 and task/1 do not name their agents: give --from and --to.`
 

@@ -20,7 +20,10 @@ func redactCommand(g *globals) *cli.Command {
 		Description: `redact deletes the payload bytes of a handoff entry (for example personal data),
 keeping the entry, its payload_sha256 and the hash chain intact, and appends a
 redaction entry with --reason. Proof bundles of a redacted entry still verify;
-they carry "redacted": true instead of the payload.`,
+they carry "redacted": true instead of the payload.
+
+Examples:
+  govledger redact --reason "GDPR erasure request #1182" 42`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why the payload is removed (recorded in the redaction entry)", Destination: &why},
 		},

@@ -57,7 +57,7 @@ Examples:
 				seqs = []uint64{n}
 			} else {
 				if seqs, err = l.Find(ledger.Query{HandoffID: arg}); err != nil {
-					return internalErr(err)
+					return ledgerReadErr(0, err)
 				}
 			}
 			if len(seqs) == 0 {

@@ -66,10 +66,7 @@ func statsCommand(g *globals) *cli.Command {
 				return nil
 			})
 			if err != nil {
-				if _, ok := err.(*exitError); ok {
-					return err
-				}
-				return internalErr(err)
+				return ledgerReadErr(0, err)
 			}
 			if g.output == "json" {
 				return writeJSON(g.stdout, res)

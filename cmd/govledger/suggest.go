@@ -54,6 +54,7 @@ func suggest(typed string, candidates []string) []string {
 	for _, c := range candidates {
 		d := editDistance(typed, strings.ToLower(c))
 		switch {
+		case d > limit:
 		case d < bestD:
 			best, bestD = []string{c}, d
 		case d == bestD:

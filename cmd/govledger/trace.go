@@ -40,7 +40,7 @@ Examples:
 			wf := c.Args().First()
 			seqs, err := l.Find(ledger.Query{WorkflowID: wf})
 			if err != nil {
-				return internalErr(err)
+				return ledgerReadErr(0, err)
 			}
 			res := &traceResult{Schema: "govledger.trace/v1", WorkflowID: wf, Steps: []entryView{}}
 			for _, seq := range seqs {

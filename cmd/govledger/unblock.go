@@ -34,7 +34,7 @@ lock comes into force. The unblock is itself an entry of the ledger.
 Examples:
   govledger unblock --reason "prompt diff reviewed in PR #412; lock regenerated" domain-05-product`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "reason", Required: true, Usage: "why the block may be lifted (recorded)"},
+			&cli.StringFlag{Name: "reason", Usage: "why the block may be lifted (recorded; required)"},
 			asFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -47,7 +47,7 @@ Examples:
 			agent := c.Args().First()
 			note := strings.TrimSpace(c.String("reason"))
 			if note == "" {
-				return usageErr("unblock: --reason must not be empty")
+				return usageErr("unblock: --reason is required: why the block may be lifted")
 			}
 			as := submitter(c, g)
 			l, err := openLedger(g)

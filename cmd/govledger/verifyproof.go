@@ -29,7 +29,11 @@ inclusion proof against the checkpoint root (or, for a consistency bundle, the
 consistency proof between the two checkpoints).
 
 Exit codes: 0 the proof holds; 1 invalid proof or bad/unknown signature;
-2 unreadable bundle or key, or usage error.`,
+2 unreadable bundle or key, or usage error.
+
+Examples:
+  govledger verify-proof --key ledger.pub entry42.proof.json
+  govledger verify-proof --key old.pub --key new.pub grew.proof.json   # during a key rotation`,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "key", Usage: "trusted verifier key: a .pub file or a literal note key / ssh-ed25519 key (repeatable)", Destination: &keys},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for ssh-ed25519 keys (default: the bundle's origin)", Destination: &keyName},
