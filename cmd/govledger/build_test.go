@@ -207,10 +207,9 @@ complete -C %s`, "'"+line+"'")
 	for _, sh := range shells {
 		path, err := exec.LookPath(sh.name)
 		if err != nil {
-			t.Logf("%s is not installed: its script is checked only for being printed", sh.name)
-			if code, out, _ := runCLI(t, "completion", sh.name); code != 0 || !strings.Contains(out, completeFlag) {
-				t.Errorf("completion %s: exit %d", sh.name, code)
-			}
+			// A missing shell is a failure, not a skip: .ci/run installs
+			// bash, zsh and fish, and a script no shell ran is untested.
+			t.Errorf("%s is not installed (apt-get install %s): its completion script cannot be run", sh.name, sh.name)
 			continue
 		}
 		for _, tc := range cases {
