@@ -88,26 +88,26 @@ type routeSample struct {
 
 func samples() map[string]routeSample {
 	return map[string]routeSample{
-		"POST /v1/handoffs":                {"/v1/handoffs", docAB, "", 201},
-		"POST /v1/handoffs:batch":          {"/v1/handoffs:batch", docAB + "\n", "application/x-ndjson", 200},
-		"POST /v1/validate":                {"/v1/validate", docAB, "", 200},
-		"GET /v1/entries":                  {"/v1/entries", "", "", 200},
-		"GET /v1/entries/{seq}":            {"/v1/entries/1", "", "", 200},
-		"GET /v1/entries/{seq}/payload":    {"/v1/entries/1/payload", "", "", 200},
-		"GET /v1/entries/{seq}/proof":      {"/v1/entries/1/proof", "", "", 200},
-		"GET /v1/workflows/{id}":           {"/v1/workflows/wf-1", "", "", 200},
-		"GET /v1/blocks":                   {"/v1/blocks", "", "", 200},
-		"GET /v1/checkpoint":               {"/v1/checkpoint", "", "", 200},
-		"GET /v1/consistency":              {"/v1/consistency?from=1&to=1", "", "", 200},
-		"GET /v1/export":                   {"/v1/export", "", "", 200},
-		"GET /v1/events":                   {"/v1/events", "", "", 0}, // a stream: TestEvents
-		"POST /v1/blocks/{agent}:unblock":  {"/v1/blocks/agent-c:unblock", `{"reason":"x"}`, "application/json", 404},
-		"POST /v1/entries/{seq}:redact":    {"/v1/entries/1:redact", `{"reason":"pii"}`, "application/json", 201},
-		"POST /v1/reload":                  {"/v1/reload", "", "", 200},
-		"GET /openapi.json":                {"/openapi.json", "", "", 200},
-		"GET /livez":                       {"/livez", "", "", 200},
-		"GET /readyz":                      {"/readyz", "", "", 200},
-		"GET /metrics":                     {"/metrics", "", "", 200},
+		"POST /v1/handoffs":               {"/v1/handoffs", docAB, "", 201},
+		"POST /v1/handoffs:batch":         {"/v1/handoffs:batch", docAB + "\n", "application/x-ndjson", 200},
+		"POST /v1/validate":               {"/v1/validate", docAB, "", 200},
+		"GET /v1/entries":                 {"/v1/entries", "", "", 200},
+		"GET /v1/entries/{seq}":           {"/v1/entries/1", "", "", 200},
+		"GET /v1/entries/{seq}/payload":   {"/v1/entries/1/payload", "", "", 200},
+		"GET /v1/entries/{seq}/proof":     {"/v1/entries/1/proof", "", "", 200},
+		"GET /v1/workflows/{id}":          {"/v1/workflows/wf-1", "", "", 200},
+		"GET /v1/blocks":                  {"/v1/blocks", "", "", 200},
+		"GET /v1/checkpoint":              {"/v1/checkpoint", "", "", 200},
+		"GET /v1/consistency":             {"/v1/consistency?from=1&to=1", "", "", 200},
+		"GET /v1/export":                  {"/v1/export", "", "", 200},
+		"GET /v1/events":                  {"/v1/events", "", "", 0}, // a stream: TestEvents
+		"POST /v1/blocks/{agent}:unblock": {"/v1/blocks/agent-c:unblock", `{"reason":"x"}`, "application/json", 404},
+		"POST /v1/entries/{seq}:redact":   {"/v1/entries/1:redact", `{"reason":"pii"}`, "application/json", 201},
+		"POST /v1/reload":                 {"/v1/reload", "", "", 200},
+		"GET /openapi.json":               {"/openapi.json", "", "", 200},
+		"GET /livez":                      {"/livez", "", "", 200},
+		"GET /readyz":                     {"/readyz", "", "", 200},
+		"GET /metrics":                    {"/metrics", "", "", 200},
 	}
 }
 
