@@ -413,7 +413,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 					s.log.LogAttrs(r.Context(), slog.LevelError, "batch document failed", slog.String("request_id", info.id),
 						slog.Int("line", sl.line), slog.String("error", it.Err.Error()))
 				}
-				prob = newProblem(status, code, detail)
+				prob = newProblem(status, code, fmt.Sprintf("line %d: %s", sl.line, detail))
 				if status == http.StatusServiceUnavailable {
 					prob.RetryAfter = retrySeconds(s.cfg.RetryAfter)
 				}

@@ -259,3 +259,5 @@ const (
 func docFault(fault string) string {
 	return `{"source_agent":"agent-a","target_agent":"agent-b","x_fault":"` + fault + `"}`
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

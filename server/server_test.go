@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -183,5 +182,4 @@ func TestScopesOnEveryRoute(t *testing.T) {
 			t.Errorf("sample %s names no route", key)
 		}
 	}
-	fmt.Sprint()
 }
