@@ -204,6 +204,7 @@ func commands(g *globals) []*cli.Command {
 		proveCommand(g),
 		verifyProofCommand(g),
 		redactCommand(g),
+		tokenCommand(g),
 	}
 }
 
