@@ -31,6 +31,7 @@ const (
 	pAll      = "all"        // every scope, any agent
 	pExpired  = "expired"    // every scope, expired
 	pGateway  = "gateway"    // mTLS only: handoff:write for agent-a, ledger:read
+	pClient   = "client"     // handoff:write for agent-a, ledger:read: the example clients
 )
 
 // harness is a running server (real HTTP on 127.0.0.1) on a fake backend.
@@ -81,6 +82,7 @@ func testTokens(t testing.TB) (*server.TokensFile, map[string]string) {
 		{Name: pOperator, Scopes: []server.Scope{server.ScopeOperator}},
 		{Name: pAll, Scopes: all, Agents: []string{"*"}},
 		{Name: pExpired, Scopes: all, Agents: []string{"*"}, Expires: testNow.Add(-time.Hour)},
+		{Name: pClient, Scopes: []server.Scope{server.ScopeHandoffWrite, server.ScopeLedgerRead}, Agents: []string{"agent-a"}},
 	} {
 		tok, hash, err := server.NewToken(rand.Reader)
 		if err != nil {
