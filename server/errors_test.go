@@ -143,29 +143,35 @@ func TestRateLimit(t *testing.T) {
 
 func TestInFlightCap(t *testing.T) {
 	h := start(t, func(c *server.Config) { c.MaxInFlight = 1 })
-	done := make(chan resp, 1)
-	go func() {
-		done <- h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: docFault("slow")})
-	}()
-	// Wait until the slow request holds the only slot.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := h.do(req{method: "GET", path: "/v1/blocks", as: pReader})
+	// A slow write holds the only write slot for 300ms; a second write
+	// meanwhile is refused. Retried a few times in case the probe, not the
+	// slow write, got the slot first on a busy machine.
+	for attempt := 0; ; attempt++ {
+		done := make(chan resp, 1)
+		go func() {
+			done <- h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: docFault("slow")})
+		}()
+		time.Sleep(50 * time.Millisecond)
+		r := h.do(req{method: "POST", path: "/v1/validate", as: pAll, body: docAB})
 		if r.status == http.StatusServiceUnavailable {
 			if p := h.problem(r); p.Code != server.CodeOverloaded || r.header.Get("Retry-After") == "" {
 				t.Fatalf("cap: %+v", p)
 			}
+			// Reads and health checks are still served.
+			if r := h.do(req{method: "GET", path: "/v1/blocks", as: pReader}); r.status != 200 {
+				t.Fatalf("read while the write cap is full: %d", r.status)
+			}
 			if r := h.do(req{method: "GET", path: "/livez"}); r.status != 200 {
 				t.Fatalf("livez while the cap is full: %d", r.status)
 			}
-			break
+			if r := <-done; r.status != 201 {
+				t.Fatalf("slow request: %d %s", r.status, r.body)
+			}
+			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the in-flight cap never answered 503")
+		<-done
+		if attempt == 5 {
+			t.Fatalf("the in-flight cap never answered 503 (last probe: %d)", r.status)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if r := <-done; r.status != 201 {
-		t.Fatalf("slow request: %d %s", r.status, r.body)
 	}
 }

@@ -65,7 +65,10 @@ type Config struct {
 	Rate  rate.Limit
 	Burst int
 
-	MaxInFlight int // requests handled at once, streams excluded: 503 beyond
+	// MaxInFlight caps the writes handled at once, and separately the
+	// reads (streams excluded), so reads never queue behind writes: 503
+	// beyond.
+	MaxInFlight int
 	MaxStreams  int // open event streams and exports: 503 beyond
 
 	ReadHeaderTimeout time.Duration // a client must send its headers within this
@@ -158,13 +161,14 @@ func (c Config) String() string {
 // Server is the HTTP API. Create it with New; serve it with Serve or
 // ServeTLS (once), or mount Handler in a server of your own.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	metrics  *Metrics
-	mux      *http.ServeMux
-	routes   []*route
-	inFlight chan struct{}
-	streams  chan struct{}
+	cfg     Config
+	log     *slog.Logger
+	metrics *Metrics
+	mux     *http.ServeMux
+	routes  []*route
+	writes  chan struct{} // in-flight cap of writes
+	reads   chan struct{} // in-flight cap of reads
+	streams chan struct{}
 
 	metricsHandler http.Handler
 
@@ -187,7 +191,8 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		metrics:  cfg.Metrics,
-		inFlight: make(chan struct{}, cfg.MaxInFlight),
+		writes:   make(chan struct{}, cfg.MaxInFlight),
+		reads:    make(chan struct{}, cfg.MaxInFlight),
 		streams:  make(chan struct{}, cfg.MaxStreams),
 		limiters: map[string]*rate.Limiter{},
 	}
@@ -515,9 +520,12 @@ func (s *Server) wrap(rt *route) http.Handler {
 			}
 		}
 		if len(rt.scopes) > 0 { // health, metrics and the OpenAPI document answer under any load
-			sem := s.inFlight
-			if rt.stream {
+			sem := s.reads
+			switch {
+			case rt.stream:
 				sem = s.streams
+			case rt.body:
+				sem = s.writes
 			}
 			select {
 			case sem <- struct{}{}:
