@@ -43,6 +43,7 @@ type fakeBackend struct {
 	readyErr error
 	metrics  *server.Metrics
 	now      time.Time
+	noFaults bool // ignore x_fault and the seq-13 panic (fuzzing)
 }
 
 type fakeEntry struct {
@@ -93,6 +94,9 @@ func (f *fakeBackend) decide(r server.SubmitRequest) (*server.SubmitResult, fake
 			return nil, d, fmt.Errorf("%w: unknown format %q", server.ErrBadInput, r.Format)
 		}
 		format = r.Format
+	}
+	if f.noFaults {
+		d.Fault = ""
 	}
 	switch d.Fault {
 	case "overloaded":
@@ -204,7 +208,7 @@ func nullable(s string) any {
 }
 
 func (f *fakeBackend) Submit(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
-	if bytes.Contains(r.Body, []byte(`"x_fault":"slow"`)) {
+	if bytes.Contains(r.Body, []byte(`"x_fault":"slow"`)) && !f.noFaults {
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():
@@ -279,7 +283,7 @@ func (f *fakeBackend) get(seq uint64) (*fakeEntry, error) {
 }
 
 func (f *fakeBackend) Entry(ctx context.Context, seq uint64) (*server.EntryView, error) {
-	if seq == 13 {
+	if seq == 13 && !f.noFaults {
 		panic("unlucky seq")
 	}
 	f.mu.Lock()

@@ -425,6 +425,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 				prob.Written = "unknown"
 			}
 			prob.Instance, prob.RequestID = r.URL.Path, info.id
+			prob.sanitize()
 			line = batchProblemLine{Line: sl.line, Problem: *prob}
 		}
 		b, err := marshal(line)

@@ -173,13 +173,21 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.RetryAfter))
 	}
+	p.sanitize()
 	b, err := marshal(p)
-	if err != nil { // cannot happen: Problem has only strings and ints
+	if err != nil { // cannot happen: Problem has only valid strings and ints
 		b = []byte(`{"type":"urn:govledger:problem:internal","title":"Internal error","status":500,"code":"INTERNAL"}`)
 		p.Status = http.StatusInternalServerError
 	}
 	w.WriteHeader(p.Status)
 	w.Write(append(b, '\n'))
+}
+
+// sanitize keeps the strings that may quote the request (a path, a
+// parameter) valid UTF-8, so the problem can always be encoded.
+func (p *Problem) sanitize() {
+	p.Detail = strings.ToValidUTF8(p.Detail, "\uFFFD")
+	p.Instance = strings.ToValidUTF8(p.Instance, "\uFFFD")
 }
 
 // retrySeconds rounds d up to whole seconds, at least 1.
