@@ -153,3 +153,45 @@ func TestNewToken(t *testing.T) {
 		t.Fatal("NewToken from a short reader succeeded")
 	}
 }
+
+// TestReloadTokens: POST /v1/reload re-reads the tokens file (a revoked
+// token stops working); an invalid file is 422, changes nothing and
+// appends nothing.
+func TestReloadTokens(t *testing.T) {
+	f, tokens := testTokens(t)
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := server.WriteTokensFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	st, err := server.OpenTokenStore(path, func() time.Time { return testNow })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(c *server.Config) { c.Tokens = st })
+	h.tokens = tokens
+	if r := h.do(req{method: "GET", path: "/v1/blocks", as: pReader}); r.status != 200 {
+		t.Fatalf("reader before: %d", r.status)
+	}
+	f.Remove(pReader)
+	if err := server.WriteTokensFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.do(req{method: "POST", path: "/v1/reload", as: pOperator}); r.status != 200 {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if r := h.do(req{method: "GET", path: "/v1/blocks", as: pReader}); r.status != 401 {
+		t.Fatalf("revoked reader after reload: %d, want 401", r.status)
+	}
+	n := h.fake.count()
+	os.WriteFile(path, []byte(`{"tokens_version":1,"tokens":[],"oops":1}`), 0o600)
+	r := h.do(req{method: "POST", path: "/v1/reload", as: pOperator})
+	if p := h.problem(r); r.status != 422 || p.Written != "no" || !strings.Contains(p.Detail, "previous tokens stay in force") || !strings.Contains(p.Detail, "/oops") {
+		t.Fatalf("reload of a broken file: %d %+v", r.status, p)
+	}
+	if h.fake.count() != n {
+		t.Fatal("a failed reload appended entries")
+	}
+	if r := h.do(req{method: "GET", path: "/v1/blocks", as: pExporter}); r.status != 200 {
+		t.Fatalf("old tokens after a failed reload: %d", r.status)
+	}
+}
