@@ -36,7 +36,7 @@ const (
 
 // harness is a running server (real HTTP on 127.0.0.1) on a fake backend.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	addr    string
 	fake    *fakeBackend
@@ -103,12 +103,12 @@ func testTokens(t testing.TB) (*server.TokensFile, map[string]string) {
 
 // start runs a server; mod may change its Config. It stops by itself at
 // the end of the test.
-func start(t *testing.T, mod func(*server.Config)) *harness {
+func start(t testing.TB, mod func(*server.Config)) *harness {
 	t.Helper()
 	return startWith(t, mod, nil)
 }
 
-func startWith(t *testing.T, mod func(*server.Config), serve func(ctx context.Context, s *server.Server, ln net.Listener) error) *harness {
+func startWith(t testing.TB, mod func(*server.Config), serve func(ctx context.Context, s *server.Server, ln net.Listener) error) *harness {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := server.NewMetrics(reg)
