@@ -1,5 +1,6 @@
-// Package stream reads the NDJSON handoff stream that "govledger record -"
-// and the server's POST /v1/handoffs:batch accept.
+// Package stream reads the NDJSON handoff stream: the body of the server's
+// POST /v1/handoffs:batch, and the format for any command that reads
+// handoffs as a stream.
 //
 // A stream is UTF-8 text split into lines by "\n" (a "\r" before it is
 // dropped). Lines that are empty or hold only spaces and tabs are skipped;

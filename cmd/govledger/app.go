@@ -254,6 +254,7 @@ func commands(g *globals) []*cli.Command {
 		verifyProofCommand(g),
 		redactCommand(g),
 		registryCommand(g),
+		tokenCommand(g),
 		completionCommand(g),
 	}
 }
