@@ -23,6 +23,7 @@ import (
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
 )
 
 // Defaults for Params.
@@ -45,6 +46,13 @@ type Config struct {
 	// Submitter is recorded as the submitter of every entry Record writes:
 	// the CLI's --as (default the OS user), the server's principal.
 	Submitter string
+	// IdempotencyKey, when not empty, makes Record safe to retry: it is
+	// recorded in the entry, and a later Record with the same key and the
+	// same request (payload bytes, submitter, format, from and to) appends
+	// nothing and returns the first entry's outcome (Outcome.Replayed).
+	// The same key with another request fails with an error wrapping
+	// ErrIdempotencyConflict, and nothing is appended. Validate ignores it.
+	IdempotencyKey string
 }
 
 // Outcome is the result for one document.
@@ -54,8 +62,13 @@ type Outcome struct {
 	SHA256   entry.Hash
 	Decision *policy.Decision
 	// Appended holds the entries written by Record (snapshots first, the
-	// handoff entry last); nil for Validate.
+	// handoff entry last); nil for Validate. For a replay it holds only the
+	// first entry of the idempotency key.
 	Appended []ledger.Appended
+	// Replayed is set when Config.IdempotencyKey was used before for the
+	// same request: nothing was appended now, and Decision and Appended
+	// are those of the first entry.
+	Replayed bool
 }
 
 // Entry returns the handoff entry Record appended, or nil.
@@ -68,6 +81,19 @@ func (o *Outcome) Entry() *ledger.Appended {
 
 // ErrRead is returned when a document cannot be read at all.
 var ErrRead = errors.New("cannot read document")
+
+// ErrIdempotencyConflict is returned (wrapped) by Record when its
+// idempotency key was used before for a different request. Nothing was
+// appended.
+var ErrIdempotencyConflict = errors.New("idempotency key already used for a different request")
+
+// replayError is returned by Build when the idempotency key was used
+// before: nothing of the request is written.
+type replayError struct{ first entry.Accept }
+
+func (e *replayError) Error() string {
+	return fmt.Sprintf("idempotency key first used by seq %d", e.first.Seq)
+}
 
 // Payload is a submitted document: at most max bytes are kept, but the hash
 // and size always cover every byte read.
@@ -217,10 +243,16 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		Submitter:   c.Submitter,
 		LockChanges: lockfile.ChangedBytes,
 		Build: func(st ledger.State, e *entry.Entry) error {
+			if c.IdempotencyKey != "" {
+				if a, ok := st.Idempotent(c.IdempotencyKey); ok {
+					return &replayError{first: a}
+				}
+			}
 			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
 				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
 				*e = *filled
 				e.V, e.Seq, e.Prev, e.Time = v, seq, prev, t
+				e.IdempotencyKey = c.IdempotencyKey
 				out.Decision = pre
 				return nil
 			}
@@ -230,15 +262,61 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 				return err
 			}
 			e.Submitter = c.Submitter
+			e.IdempotencyKey = c.IdempotencyKey
 			out.Decision = d
 			return nil
 		},
 	}
 	res, err := l.Append(ctx, req)
+	if re := (*replayError)(nil); errors.As(err, &re) {
+		return c.replay(l, out, p, re.first)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out.Appended = res.Entries
+	return out, nil
+}
+
+// replay answers a retry: the key's first entry, when it records the same
+// request, else ErrIdempotencyConflict. The first entry is read after the
+// commit that found it, which is safe: entries never change.
+func (c *Config) replay(l *ledger.Ledger, out *Outcome, p *Payload, first entry.Accept) (*Outcome, error) {
+	conflict := func(what string) error {
+		return fmt.Errorf("%w: key %q was used by seq %d for %s", ErrIdempotencyConflict, c.IdempotencyKey, first.Seq, what)
+	}
+	if first.Payload != p.SHA256 {
+		return nil, conflict("other bytes (payload_sha256 " + first.Payload.String() + ")")
+	}
+	e, raw, err := l.Get(first.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != entry.KindHandoff || e.IdempotencyKey != c.IdempotencyKey || e.PayloadSHA256 == nil || *e.PayloadSHA256 != p.SHA256 {
+		return nil, fmt.Errorf("%w: seq %d does not carry idempotency key %q", ledger.ErrCorrupt, first.Seq, c.IdempotencyKey)
+	}
+	if e.Submitter != c.Submitter {
+		return nil, conflict(fmt.Sprintf("submitter %q", e.Submitter))
+	}
+	var params policy.Params
+	if e.Inputs != nil {
+		in, err := policy.ParseInputs(e.Inputs)
+		if err != nil {
+			return nil, &ledger.RecordError{Seq: first.Seq, Op: "decode inputs", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+		}
+		params = in.Params
+	}
+	if params.Format != c.Params.Format || params.From != c.Params.From || params.To != c.Params.To {
+		return nil, conflict(fmt.Sprintf("format %q, from %q, to %q", params.Format, params.From, params.To))
+	}
+	d := &policy.Decision{Decision: e.Decision, Reasons: []reason.Reason{}, Blocks: e.Blocks,
+		Record: &handoff.Record{Format: handoff.Format(e.Format.S), HandoffID: e.HandoffID.S,
+			Source: handoff.AgentRef{ID: e.Source.S}, Target: handoff.AgentRef{ID: e.Target.S}, WorkflowID: e.WorkflowID.S}}
+	if e.Reasons != nil {
+		d.Reasons = *e.Reasons
+	}
+	out.Decision, out.Replayed = d, true
+	out.Appended = []ledger.Appended{{Entry: e, Raw: raw, Hash: entry.LeafHash(raw)}}
 	return out, nil
 }
 
