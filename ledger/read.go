@@ -156,26 +156,24 @@ type Query struct {
 	Until      time.Time // entry time < Until
 	Limit      int       // at most this many (0: no limit)
 	Newest     bool      // with Limit: keep the newest matches, not the oldest
+	// Before and After bound the seqs, for cursor paging: only entries
+	// with seq < Before (0: no bound) and seq > After.
+	Before, After uint64
 }
 
 // Find returns, in ascending order, the seqs of entries matching every
 // field of q. It reads candidates from the most selective index, adds the
 // entries the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).
+//
+// With a Limit, the walk goes in the answer's order (newest first with
+// Newest) and stops at Limit matches, so its cost follows the size of the
+// answer and not of the ledger (see findLimited).
 func (l *Ledger) Find(q Query) ([]uint64, error) {
-	var idx, prefix []byte
-	switch {
-	case q.HandoffID != "":
-		idx, prefix = bucketIdxHandoff, xxh(q.HandoffID)
-	case q.WorkflowID != "":
-		idx, prefix = bucketIdxWork, xxh(q.WorkflowID)
-	case q.Agent != "":
-		idx, prefix = bucketIdxAgent, xxh(q.Agent)
-	case q.Decision != "":
-		idx, prefix = bucketIdxDecide, []byte(q.Decision)
-	default:
-		idx = bucketIdxTime
+	if q.Limit > 0 {
+		return l.findLimited(q)
 	}
+	idx, prefix := q.index()
 	var cands []uint64
 	var indexed, head uint64
 	err := l.view(func(tx *bolt.Tx) error {
@@ -251,7 +249,26 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 	return out, nil
 }
 
+// index returns the most selective index for q and the key prefix of q's
+// value in it (nil for the time index).
+func (q *Query) index() (idx, prefix []byte) {
+	switch {
+	case q.HandoffID != "":
+		return bucketIdxHandoff, xxh(q.HandoffID)
+	case q.WorkflowID != "":
+		return bucketIdxWork, xxh(q.WorkflowID)
+	case q.Agent != "":
+		return bucketIdxAgent, xxh(q.Agent)
+	case q.Decision != "":
+		return bucketIdxDecide, []byte(q.Decision)
+	}
+	return bucketIdxTime, nil
+}
+
 func (q *Query) matches(e *entry.Entry) bool {
+	if e.Seq <= q.After || q.Before != 0 && e.Seq >= q.Before {
+		return false
+	}
 	if q.HandoffID != "" && (!e.HandoffID.Valid || e.HandoffID.S != q.HandoffID) {
 		return false
 	}
