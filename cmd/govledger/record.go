@@ -353,32 +353,35 @@ func openLedgerWait(g *globals, wait time.Duration, written string) (*ledger.Led
 	return l, nil
 }
 
-// validateWithState decides without recording. When the ledger exists,
-// its state is consulted read-only, so validate reports REPLAY and
-// AGENT_BLOCKED exactly as record would; without a ledger those checks
-// have nothing to compare against.
-func validateWithState(g *globals, cfg *govern.Config, name string, p *govern.Payload) (*govern.Outcome, error) {
-	if _, err := os.Stat(g.db); err != nil {
-		o, err := govern.Validate(cfg, name, p, nil)
-		if err != nil {
-			return nil, inputErr(err)
+// validate decides without recording. When the ledger exists, its state
+// is consulted read-only, so validate reports REPLAY and AGENT_BLOCKED
+// exactly as record would; without a ledger those checks have nothing to
+// compare against. The ledger stays open for the next document (the
+// stream closes it between groups).
+func (d *decider) validate(cfg *govern.Config, name string, p *govern.Payload) (*govern.Outcome, error) {
+	if d.l == nil {
+		if _, err := os.Stat(d.g.db); err != nil {
+			o, err := govern.Validate(cfg, name, p, nil)
+			if err != nil {
+				return nil, inputErr(err)
+			}
+			return o, nil
 		}
-		return o, nil
+		l, err := openLedgerRO(d.g)
+		if err != nil {
+			return nil, err
+		}
+		d.l = l
 	}
-	l, err := openLedgerRO(g)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
 	var o *govern.Outcome
-	err = l.View(func(st ledger.State) error {
+	err := d.l.View(func(st ledger.State) error {
 		var verr error
 		o, verr = govern.Validate(cfg, name, p, st)
 		return verr
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrCorrupt) {
-			return nil, ledgerErr(g.db, err)
+			return nil, ledgerErr(d.g.db, err)
 		}
 		return nil, inputErr(err)
 	}
@@ -429,16 +432,16 @@ func decideFiles(c *cli.Context, g *globals, record bool) error {
 	return d.documents(args, g.stdin)
 }
 
-// decider decides documents for validate and record. For record it opens
-// the ledger when it has a document to append, and the stream closes it
-// whenever it has appended all that has arrived.
+// decider decides documents for validate and record. It opens the ledger
+// when it has a document to decide (read-only for validate), and the
+// stream closes it whenever it has decided all that has arrived.
 type decider struct {
 	c      *cli.Context
 	g      *globals
 	cfg    *govern.Config
 	record bool
 	wait   time.Duration
-	l      *ledger.Ledger // open for record, nil between stream groups
+	l      *ledger.Ledger // open while deciding, nil between stream groups
 }
 
 func (d *decider) close() {
@@ -453,7 +456,7 @@ func (d *decider) close() {
 // error ends the command.
 func (d *decider) decide(cfg *govern.Config, name string, line int, p *govern.Payload, written string) (docResult, error) {
 	if !d.record {
-		o, err := validateWithState(d.g, cfg, name, p)
+		o, err := d.validate(cfg, name, p)
 		if err != nil {
 			return docResult{}, err
 		}
