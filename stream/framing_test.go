@@ -179,3 +179,44 @@ func FuzzDocReader(f *testing.F) {
 		}
 	})
 }
+
+func FuzzSniff(f *testing.F) {
+	for _, s := range []string{"{\"a\":1}\n{}", "\n---\nx\n", "{\n}", "# Task\n", "\xff{}\n", "  \t\n"} {
+		f.Add([]byte(s), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		// The framing and the replayed bytes do not depend on how the
+		// input arrives.
+		whole, r, err := stream.Sniff(bytes.NewReader(in), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(all, in) {
+			t.Fatalf("replayed %q (%v), want %q", all, err, in)
+		}
+		n := int(chunk%8) + 1
+		split, r, err := stream.Sniff(&nReader{in, n}, 64)
+		if err != nil || split != whole {
+			t.Fatalf("read %d bytes at a time: %v (%v), read whole: %v", n, split, err, whole)
+		}
+		if all, _ := io.ReadAll(r); !bytes.Equal(all, in) {
+			t.Fatalf("read %d bytes at a time: replayed %q, want %q", n, all, in)
+		}
+	})
+}
+
+// nReader returns at most n bytes per Read.
+type nReader struct {
+	b []byte
+	n int
+}
+
+func (c *nReader) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.b)
+	c.b = c.b[k:]
+	return k, nil
+}
