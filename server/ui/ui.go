@@ -261,3 +261,7 @@ func (u *UI) Session(r *http.Request) (*server.Principal, error) {
 }
 
 var _ server.UI = (*UI)(nil)
+
+// VerifierKey returns the note verifier key the entry pages check
+// checkpoints against ("" when none is configured).
+func (u *UI) VerifierKey() string { return u.key }

@@ -147,7 +147,7 @@ type liveRow struct {
 
 var funcs = template.FuncMap{
 	// seg escapes one path segment of a link.
-	"seg": func(v any) string { return url.PathEscape(fmt.Sprint(v)) },
+	"seg":  func(v any) string { return url.PathEscape(fmt.Sprint(v)) },
 	"join": strings.Join,
 	"short": func(h string) string {
 		if len(h) > 12 {
