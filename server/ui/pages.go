@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -75,7 +76,7 @@ func (u *UI) latestCheckpoint(ctx context.Context) *checkpointView {
 		cv.Err = err.Error()
 		return cv
 	}
-	cv.Origin, cv.Size, cv.Root = cp.Origin, cp.Size, cp.Hash.String()
+	cv.Origin, cv.Size, cv.Root = cp.Origin, cp.Size, hex.EncodeToString(cp.Hash[:])
 	return cv
 }
 

@@ -25,7 +25,9 @@ type stats struct {
 	kinds              map[string]uint64
 	accepted, rejected uint64
 	codes              map[string]uint64
-	hours, days        map[int64]*[2]uint64 // unix hour or day -> accepted, rejected
+	// unix minute, hour or day -> accepted, rejected; minutes are kept
+	// for the last maxMinuteBuckets minutes only.
+	minutes, hours, days map[int64]*[2]uint64
 	first, latest      time.Time
 }
 
@@ -40,8 +42,10 @@ func (s *stats) update(ctx context.Context, b server.Backend) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.kinds == nil {
-		s.kinds, s.codes, s.hours, s.days = map[string]uint64{}, map[string]uint64{}, map[int64]*[2]uint64{}, map[int64]*[2]uint64{}
+		s.kinds, s.codes = map[string]uint64{}, map[string]uint64{}
+		s.minutes, s.hours, s.days = map[int64]*[2]uint64{}, map[int64]*[2]uint64{}, map[int64]*[2]uint64{}
 	}
+	defer s.pruneMinutes()
 	if head <= s.last {
 		return nil
 	}
@@ -109,13 +113,25 @@ func (s *stats) add(v server.EntryView) {
 	for _, m := range []struct {
 		m   map[int64]*[2]uint64
 		key int64
-	}{{s.hours, u / 3600}, {s.days, u / 86400}} {
+	}{{s.minutes, u / 60}, {s.hours, u / 3600}, {s.days, u / 86400}} {
 		c := m.m[m.key]
 		if c == nil {
 			c = new([2]uint64)
 			m.m[m.key] = c
 		}
 		c[i]++
+	}
+}
+
+func (s *stats) pruneMinutes() {
+	if s.latest.IsZero() {
+		return
+	}
+	last := s.latest.Unix() / 60
+	for k := range s.minutes {
+		if k <= last-maxMinuteBuckets {
+			delete(s.minutes, k)
+		}
 	}
 }
 
@@ -195,6 +211,7 @@ const (
 	chartLeft        = 48
 	chartTop         = 12
 	chartPlotH       = 170
+	maxMinuteBuckets = 120
 	maxHourBuckets   = 48
 	maxDayBuckets    = 60
 	chartLabelBottom = chartTop + chartPlotH + 20
@@ -206,13 +223,25 @@ func (s *stats) chart() chart {
 		c.Empty = true
 		return c
 	}
-	m, step, unit, layout := s.hours, int64(3600), "hour", "Jan 2 15:04"
-	last := s.latest.Unix() / 3600
-	from := s.first.Unix() / 3600
-	if last-from >= maxHourBuckets {
-		m, step, unit, layout = s.days, 86400, "day", "Jan 2"
-		last = s.latest.Unix() / 86400
-		from = max(s.first.Unix()/86400, last-maxDayBuckets+1)
+	// The finest of minutes, hours and days that spans the ledger's
+	// handoffs in its bucket limit; days show the latest maxDayBuckets.
+	var m map[int64]*[2]uint64
+	var step, from, last int64
+	var unit, layout string
+	for _, b := range []struct {
+		m      map[int64]*[2]uint64
+		step   int64
+		max    int64
+		unit   string
+		layout string
+	}{{s.minutes, 60, maxMinuteBuckets, "minute", "Jan 2 15:04"}, {s.hours, 3600, maxHourBuckets, "hour", "Jan 2 15:04"},
+		{s.days, 86400, maxDayBuckets, "day", "Jan 2"}} {
+		m, step, unit, layout = b.m, b.step, b.unit, b.layout
+		last, from = s.latest.Unix()/step, s.first.Unix()/step
+		if last-from < b.max {
+			break
+		}
+		from = max(from, last-b.max+1)
 	}
 	c.Unit = unit
 	n := int(last - from + 1)

@@ -57,10 +57,11 @@
   // parseKey reads a note verifier key: name+hash+base64(0x01 || 32-byte key).
   async function parseKey(step, vkey) {
     if (!vkey) throw new StepError(step, 'no verifier key is configured on the server');
-    const parts = vkey.split('+');
-    if (parts.length !== 3 || !/^[0-9a-f]{8}$/.test(parts[1])) throw new StepError(step, 'malformed verifier key');
-    const [name, khash] = parts;
-    const key = unb64(step, parts[2]);
+    // The name has no '+'; the base64 key may.
+    const m = /^([^+\s]+)\+([0-9a-f]{8})\+([A-Za-z0-9+/=]+)$/.exec(vkey);
+    if (!m) throw new StepError(step, 'malformed verifier key');
+    const [, name, khash] = m;
+    const key = unb64(step, m[3]);
     if (key.length !== 33 || key[0] !== 1) throw new StepError(step, 'verifier key is not an Ed25519 key');
     const h = await sha256(enc.encode(name + '\n'), key);
     if (hex(h.slice(0, 4)) !== khash) throw new StepError(step, 'verifier key hash does not match its key');
