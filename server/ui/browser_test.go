@@ -428,5 +428,3 @@ func TestBrowserOperator(t *testing.T) {
 		t.Errorf("after logout /ui/timeline went to %q", loc)
 	}
 }
-
-

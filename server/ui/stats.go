@@ -28,7 +28,7 @@ type stats struct {
 	// unix minute, hour or day -> accepted, rejected; minutes are kept
 	// for the last maxMinuteBuckets minutes only.
 	minutes, hours, days map[int64]*[2]uint64
-	first, latest      time.Time
+	first, latest        time.Time
 }
 
 var errCaughtUp = errors.New("caught up")
