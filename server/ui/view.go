@@ -13,8 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/server"
@@ -129,37 +127,10 @@ func (r row) Summary() string {
 	return r.Kind
 }
 
-// liveRow is a row as the timeline's live tail script receives it: the
-// same fields as the rendered rows, as data (the script builds the row
-// with textContent only).
-type liveRow struct {
-	Seq      uint64   `json:"seq"`
-	Time     string   `json:"time"`
-	Kind     string   `json:"kind"`
-	Decision string   `json:"decision"`
-	Format   string   `json:"format"`
-	Source   string   `json:"source"`
-	Target   string   `json:"target"`
-	Workflow string   `json:"workflow"`
-	Codes    []string `json:"codes"`
-	Summary  string   `json:"summary"`
-}
-
 var funcs = template.FuncMap{
 	// seg escapes one path segment of a link.
 	"seg":  func(v any) string { return url.PathEscape(fmt.Sprint(v)) },
 	"join": strings.Join,
-	"short": func(h string) string {
-		if len(h) > 12 {
-			return h[:12] + "…"
-		}
-		return h
-	},
-	"add": func(a, b int) int { return a + b },
-	"json": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
 	"query": func(base string, kv ...string) string {
 		q := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
