@@ -68,7 +68,12 @@ func (s *synthLedger) Entries(ctx context.Context, q server.Query) (*server.Page
 // synthetic ledger of n entries, and a session cookie for it.
 func timelineHandler(b *testing.B, n uint64) (http.Handler, *http.Cookie) {
 	led, vkey := newMemLedger(b)
-	syn := &synthLedger{memLedger: led, n: n}
+	return viewerHandler(b, &synthLedger{memLedger: led, n: n}, vkey)
+}
+
+// viewerHandler returns the server's handler with the viewer over
+// backend, and the session cookie of a ledger:read principal.
+func viewerHandler(b testing.TB, syn server.Backend, vkey string) (http.Handler, *http.Cookie) {
 	f := &server.TokensFile{Version: server.TokensVersion}
 	tok, hash, err := server.NewToken(rand.Reader)
 	if err != nil {
