@@ -414,6 +414,10 @@ type promptHash struct {
 
 const maxAgentEvents = 1000
 
+// maxHashScan is the largest document the agent page reads for prompt
+// hashes (a page reads at most PageSize of them).
+const maxHashScan = 1 << 20
+
 func (u *UI) getAgent(w http.ResponseWriter, r *http.Request, v *visitor) error {
 	id := r.PathValue("id")
 	if err := manifest.CheckAgentID(id); err != nil {
@@ -458,7 +462,7 @@ func (u *UI) getAgent(w http.ResponseWriter, r *http.Request, v *visitor) error 
 	// Prompt hashes over time, oldest first, from the documents of this page.
 	for i := len(p.Rows) - 1; i >= 0; i-- {
 		rw := p.Rows[i]
-		if rw.Kind != "handoff" || !rw.HasPayload {
+		if rw.Kind != "handoff" || !rw.HasPayload || rw.PayloadSize > maxHashScan {
 			continue
 		}
 		data, err := u.cfg.Backend.Payload(ctx, rw.Seq)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -243,11 +244,10 @@ func sameOrigin(r *http.Request) error {
 	if o == "" || o == "null" {
 		return nil
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if !strings.EqualFold(o, scheme+"://"+r.Host) {
+	// The host only: behind a proxy that ends TLS the request arrives as
+	// http while the browser says https.
+	u, err := url.Parse(o)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
 		return server.HTTPError(http.StatusForbidden, server.CodeForbiddenCSRF, "form posted from another origin")
 	}
 	return nil
