@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/govledger/govledger/ledger"
@@ -17,24 +18,37 @@ import (
 // writes a new copy of the table without the dead rows and deletes the old
 // files.
 //
-// So an erasing Append hands its transaction id to a background eraser,
+// So an erasing Append hands its transaction id to a background eraser
+// (without waiting),
 // which waits until no snapshot older than that transaction remains in the
 // database, then vacuums the blobs table (VACUUM FULL with
 // Options.VacuumFull). WaitErased waits for it.
 
-// eraseJob is an erasure to vacuum (xid: the erasing transaction's 32-bit
-// id) or, with done set, a WaitErased marker.
-type eraseJob struct {
-	xid  int64
-	done chan struct{}
+// eraser is the state of the background eraser, under mu.
+type eraser struct {
+	mu       sync.Mutex
+	pending  []int64         // erasing transactions (32-bit ids) not vacuumed yet
+	waiters  []chan struct{} // WaitErased calls
+	inflight bool            // a round is vacuuming
+	started  bool
+	kick     chan struct{} // capacity 1: a round is due
 }
 
-// erased queues the vacuum of an erasure committed by transaction xid.
+// erased queues the vacuum of an erasure committed by transaction xid. It
+// never blocks.
 func (d *Driver) erased(xid int64) {
-	d.eraseOnce.Do(d.startEraser)
+	e := &d.erase
+	e.mu.Lock()
+	e.pending = append(e.pending, xid)
+	d.startEraser()
+	e.mu.Unlock()
+	d.kickEraser()
+}
+
+func (d *Driver) kickEraser() {
 	select {
-	case d.eraseQ <- eraseJob{xid: xid}:
-	case <-d.eraseCtx.Done():
+	case d.erase.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -42,15 +56,16 @@ func (d *Driver) erased(xid int64) {
 // snapshot older than it remained and VACUUM ran. It returns ctx's error
 // when ctx ends first, and ledger.ErrClosed after Close.
 func (d *Driver) WaitErased(ctx context.Context) error {
-	d.eraseOnce.Do(d.startEraser)
-	done := make(chan struct{})
-	select {
-	case d.eraseQ <- eraseJob{done: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-d.eraseCtx.Done():
-		return fmt.Errorf("postgres: %w", ledger.ErrClosed)
+	e := &d.erase
+	e.mu.Lock()
+	if len(e.pending) == 0 && !e.inflight {
+		e.mu.Unlock()
+		return nil
 	}
+	done := make(chan struct{})
+	e.waiters = append(e.waiters, done)
+	e.mu.Unlock()
+	d.kickEraser()
 	select {
 	case <-done:
 		return nil
@@ -61,44 +76,41 @@ func (d *Driver) WaitErased(ctx context.Context) error {
 	}
 }
 
+// startEraser starts the eraser goroutine once; e.mu is held.
 func (d *Driver) startEraser() {
+	e := &d.erase
+	if e.started {
+		return
+	}
+	e.started = true
 	d.eraseWG.Add(1)
 	go func() {
 		defer d.eraseWG.Done()
-		var pending []int64         // erasures not vacuumed yet
-		var waiters []chan struct{} // WaitErased calls
-		take := func(job eraseJob) {
-			if job.done == nil {
-				pending = append(pending, job.xid)
-			} else {
-				waiters = append(waiters, job.done)
-			}
-		}
 		for {
 			select {
-			case job := <-d.eraseQ:
-				take(job)
+			case <-e.kick:
 			case <-d.eraseCtx.Done():
+				e.mu.Lock()
+				if n := len(e.pending); n > 0 {
+					d.log.Warn("postgres: closed before vacuuming erased blobs; autovacuum will reclaim their rows", "erasures", n)
+				}
+				e.mu.Unlock()
 				return
 			}
-		drain:
-			for {
-				select {
-				case job := <-d.eraseQ:
-					take(job)
-				default:
-					break drain
-				}
-			}
-			for len(pending) > 0 {
-				err := d.vacuumAfter(pending)
+			e.mu.Lock()
+			xids, waiters := e.pending, e.waiters
+			e.pending, e.waiters, e.inflight = nil, nil, len(xids) > 0
+			e.mu.Unlock()
+			for len(xids) > 0 {
+				err := d.vacuumAfter(xids)
 				if err == nil {
-					pending = pending[:0]
 					break
 				}
 				if d.eraseCtx.Err() != nil {
-					d.log.Warn("postgres: closed before vacuuming erased blobs; autovacuum will reclaim their rows", "erasures", len(pending))
-					return
+					e.mu.Lock()
+					e.pending = append(xids, e.pending...)
+					e.mu.Unlock()
+					break
 				}
 				d.log.Error("postgres: vacuum after an erasure failed; retrying", "err", err)
 				select {
@@ -106,10 +118,14 @@ func (d *Driver) startEraser() {
 				case <-d.eraseCtx.Done():
 				}
 			}
-			for _, w := range waiters {
-				close(w)
+			e.mu.Lock()
+			e.inflight = false
+			e.mu.Unlock()
+			if d.eraseCtx.Err() == nil {
+				for _, w := range waiters {
+					close(w)
+				}
 			}
-			waiters = waiters[:0]
 		}
 	}()
 }

@@ -160,8 +160,7 @@ type Driver struct {
 
 	// The eraser (erase.go): started by the first erasure, stopped by
 	// Close.
-	eraseOnce   sync.Once
-	eraseQ      chan eraseJob
+	erase       eraser
 	eraseCtx    context.Context
 	eraseCancel context.CancelFunc
 	eraseWG     sync.WaitGroup
@@ -209,7 +208,8 @@ func Open(ctx context.Context, dsn string, o *Options) (*Driver, error) {
 	if err != nil {
 		return nil, wrapErr("connect", err)
 	}
-	d := &Driver{pool: pool, opts: opts, log: log, views: map[*view]struct{}{}, eraseQ: make(chan eraseJob, 64)}
+	d := &Driver{pool: pool, opts: opts, log: log, views: map[*view]struct{}{}}
+	d.erase.kick = make(chan struct{}, 1)
 	d.eraseCtx, d.eraseCancel = context.WithCancel(context.Background())
 	if err := d.init(ctx); err != nil {
 		d.eraseCancel()
