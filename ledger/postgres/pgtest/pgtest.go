@@ -248,12 +248,16 @@ var shared struct {
 // server cannot start, the tests still run and each NewDB fails its test
 // with the reason.
 func Main(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "govledger-pgtest-")
+	sweep()
+	dir, err := os.MkdirTemp("", mainPrefix)
 	if err != nil {
 		shared.err = err
 		return m.Run()
 	}
 	defer os.RemoveAll(dir)
+	// A test binary that dies (a panic, a timeout) skips the cleanup
+	// below: the next Main stops its server (see sweep).
+	os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 	shared.s, shared.err = start(dir)
 	code := m.Run()
 	if shared.s != nil {
@@ -265,6 +269,35 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// mainPrefix starts the name of the folders Main creates.
+const mainPrefix = "govledger-pgtest-"
+
+// sweep stops the servers of Main folders whose test binary is gone
+// (owner.pid names no live process) and removes the folders.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), mainPrefix+"*"))
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) == nil || pid == os.Getpid() {
+			continue // unreadable, or its owner is alive
+		}
+		s := &Server{Dir: dir, logf: filepath.Join(dir, "server.log")}
+		if fi, err := os.Stat(dir); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 && st.Uid != 0 {
+				s.cred = &syscall.Credential{Uid: st.Uid, Gid: st.Gid, NoSetGroups: true}
+			}
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			s.pgctl("stop", "-m", "immediate")
+		}
+		os.RemoveAll(dir)
+	}
 }
 
 // Shared returns the server Main started, failing t when there is none.
