@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/internal/bench"
+	"github.com/govledger/govledger/cmd/govledger/internal/bench"
 )
 
 // TestRunSmall runs every measurement of "govledger bench" on a few
