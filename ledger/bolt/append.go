@@ -21,7 +21,9 @@ import (
 // Append implements ledger.Driver: one write transaction, committed and
 // fsynced, that stores b if the stored head is still b.At. With b.Erase,
 // the file is then rewritten without its free pages (compact), so the
-// erased bytes are gone from it.
+// erased bytes are gone from it. A crash between the commit and the
+// rewrite leaves them in free pages until the next erasure rewrites the
+// file; a failed rewrite is returned as an error (the batch is stored).
 func (d *Driver) Append(ctx context.Context, b *ledger.Batch) error {
 	if d.readOnly {
 		return ledger.ErrReadOnly
