@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // sample builds a closed ledger with every kind of derived state: accepted
@@ -46,7 +47,7 @@ func sample(t *testing.T) (string, uint64) {
 
 func check(t *testing.T, path string) ([]ledger.Finding, error) {
 	t.Helper()
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func check(t *testing.T, path string) ([]ledger.Finding, error) {
 func TestCheckFindsTampering(t *testing.T) {
 	src, head := sample(t)
 	e3 := func(path string) *entry.Entry {
-		l, _ := ledger.Open(path, &ledger.Options{ReadOnly: true})
+		l, _ := bolt.Open(path, &bolt.Options{ReadOnly: true})
 		defer l.Close()
 		e, _, _ := l.Get(3)
 		return e
@@ -144,7 +145,7 @@ func TestCheckFindsTampering(t *testing.T) {
 // hash, kept elsewhere, exposes them.
 func TestAnchorNeeded(t *testing.T) {
 	src, head := sample(t)
-	l, _ := ledger.Open(src, &ledger.Options{ReadOnly: true})
+	l, _ := bolt.Open(src, &bolt.Options{ReadOnly: true})
 	oldRoot, _ := l.TreeHash(head)
 	oldRoot5, _ := l.TreeHash(5)
 	l.Close()
@@ -165,7 +166,7 @@ func TestAnchorNeeded(t *testing.T) {
 				t.Fatal(err)
 			}
 			ledgertest.MustCheck(t, path)
-			l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+			l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,7 +215,7 @@ func TestCorruptNeverPanics(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		l, err := ledger.Open(path, &ledger.Options{ReadOnly: i%2 == 0, NoCreate: true, CheckPages: i%2 == 0})
+		l, err := bolt.Open(path, &bolt.Options{ReadOnly: i%2 == 0, NoCreate: true, CheckPages: i%2 == 0})
 		tOpen := time.Since(it)
 		if err != nil {
 			if errors.Is(err, ledger.ErrCorrupt) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/govledger/govledger/cmd/govledger/internal/bench"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/internal/bench"
 )
 
 // TestRunSmall runs every measurement of "govledger bench" on a few

@@ -1,4 +1,4 @@
-package ledger
+package bolt
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -80,21 +81,17 @@ func readIndexed(m *bolt.Bucket, head uint64) (uint64, error) {
 		if ver := m.Get(metaVersion); len(ver) == 8 && binary.BigEndian.Uint64(ver) == formatVersion1 {
 			return head, nil
 		}
-		return 0, fmt.Errorf("%w: meta indexed is absent", ErrCorrupt)
+		return 0, fmt.Errorf("%w: meta indexed is absent", ledger.ErrCorrupt)
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("%w: meta indexed is %d bytes", ErrCorrupt, len(v))
+		return 0, fmt.Errorf("%w: meta indexed is %d bytes", ledger.ErrCorrupt, len(v))
 	}
 	n := binary.BigEndian.Uint64(v)
 	if n > head {
-		return 0, fmt.Errorf("%w: meta indexed %d is beyond the head %d", ErrCorrupt, n, head)
+		return 0, fmt.Errorf("%w: meta indexed %d is beyond the head %d", ledger.ErrCorrupt, n, head)
 	}
 	return n, nil
 }
-
-// maxIndexedString bounds the strings used as raw keys (blocked agents).
-// Longer ones make Append fail the request rather than the batch.
-const maxIndexedString = 4096
 
 func be64(n uint64) []byte {
 	b := make([]byte, 8)

@@ -23,6 +23,7 @@ import (
 	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -140,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.RawScanPerSec = rate(n, d)
 
 	stage("verify")
-	l, err := ledger.Open(seqPath, &ledger.Options{ReadOnly: true, NoCreate: true})
+	l, err := bolt.Open(seqPath, &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 func record(ctx context.Context, path string, cfg *govern.Config, docs [][]byte, writers int, res *Result) (time.Duration, error) {
-	l, err := ledger.Open(path, nil)
+	l, err := bolt.Open(path, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 var crashTrials = flag.Int("crash-trials", 0, "SIGKILL trials in TestCrash (default 50; 20 under -race, where each child starts ~5x slower)")
@@ -32,7 +32,7 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process: TestCrash runs it as its child with " + crashEnv + " set")
 	}
-	l, err := ledger.Open(path, &ledger.Options{Timeout: 10 * time.Second})
+	l, err := bolt.Open(path, &bolt.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(3)
@@ -125,7 +125,7 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		cmd.Wait()
-		l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+		l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatalf("trial %d: reopen: %v", trial, err)
 		}

@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // TestCheckPagesRefusesCycles: a branch page made to point at itself would
@@ -17,7 +18,7 @@ import (
 // CheckPages (and in Check) the file is refused as corrupt instead.
 func TestCheckPagesRefusesCycles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	l, err := ledger.Open(path, &ledger.Options{Origin: "test.example/pages"})
+	l, err := bolt.Open(path, &bolt.Options{Origin: "test.example/pages"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 		}
 	}
 	l.Close()
-	ok, err := ledger.Open(path, &ledger.Options{ReadOnly: true, CheckPages: true})
+	ok, err := bolt.Open(path, &bolt.Options{ReadOnly: true, CheckPages: true})
 	if err != nil {
 		t.Fatalf("intact file refused: %v", err)
 	}
@@ -57,7 +58,7 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.Open(path, &ledger.Options{ReadOnly: true, CheckPages: true}); !errors.Is(err, ledger.ErrCorrupt) {
+	if _, err := bolt.Open(path, &bolt.Options{ReadOnly: true, CheckPages: true}); !errors.Is(err, ledger.ErrCorrupt) {
 		t.Fatalf("Open(CheckPages) of a cyclic file = %v, want ErrCorrupt", err)
 	}
 	_ = ledgertest.SeqKey // keep the helper package linked for the shared fixtures

@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func TestOpenRefuses(t *testing.T) {
@@ -30,23 +31,23 @@ func TestOpenRefuses(t *testing.T) {
 	tests := []struct {
 		name string
 		path string
-		opts *ledger.Options
+		opts *bolt.Options
 		want []error
 	}{
-		{"missing NoCreate", missing, &ledger.Options{NoCreate: true}, []error{ledger.ErrNotExist, fs.ErrNotExist}},
-		{"missing ReadOnly", missing, &ledger.Options{ReadOnly: true}, []error{ledger.ErrNotExist, fs.ErrNotExist}},
-		{"empty NoCreate", empty, &ledger.Options{NoCreate: true}, []error{ledger.ErrEmptyFile, ledger.ErrNotExist}},
-		{"empty ReadOnly", empty, &ledger.Options{ReadOnly: true}, []error{ledger.ErrEmptyFile, ledger.ErrNotExist}},
+		{"missing NoCreate", missing, &bolt.Options{NoCreate: true}, []error{ledger.ErrNotExist, fs.ErrNotExist}},
+		{"missing ReadOnly", missing, &bolt.Options{ReadOnly: true}, []error{ledger.ErrNotExist, fs.ErrNotExist}},
+		{"empty NoCreate", empty, &bolt.Options{NoCreate: true}, []error{ledger.ErrEmptyFile, ledger.ErrNotExist}},
+		{"empty ReadOnly", empty, &bolt.Options{ReadOnly: true}, []error{ledger.ErrEmptyFile, ledger.ErrNotExist}},
 		{"empty write", empty, nil, []error{ledger.ErrEmptyFile}},
 		{"junk", junk, nil, []error{ledger.ErrCorrupt}},
-		{"junk ReadOnly", junk, &ledger.Options{ReadOnly: true}, []error{ledger.ErrCorrupt}},
+		{"junk ReadOnly", junk, &bolt.Options{ReadOnly: true}, []error{ledger.ErrCorrupt}},
 		{"directory", dir, nil, []error{ledger.ErrNotLedger}},
-		{"bad origin", filepath.Join(dir, "o.db"), &ledger.Options{Origin: "has space"}, []error{ledger.ErrBadOptions}},
-		{"bad batch", filepath.Join(dir, "o.db"), &ledger.Options{MaxBatch: -1}, []error{ledger.ErrBadOptions}},
+		{"bad origin", filepath.Join(dir, "o.db"), &bolt.Options{Origin: "has space"}, []error{ledger.ErrBadOptions}},
+		{"bad batch", filepath.Join(dir, "o.db"), &bolt.Options{MaxBatch: -1}, []error{ledger.ErrBadOptions}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := ledger.Open(tt.path, tt.opts)
+			l, err := bolt.Open(tt.path, tt.opts)
 			if err == nil {
 				l.Close()
 				t.Fatalf("Open(%s, %v) succeeded", tt.path, tt.opts)
@@ -68,7 +69,7 @@ func TestOpenRefuses(t *testing.T) {
 
 func TestCreateAndReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	l, err := ledger.Open(path, nil)
+	l, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestCreateAndReopen(t *testing.T) {
 	if len(matches) != 0 {
 		t.Errorf("temporary files left: %v", matches)
 	}
-	l, err = ledger.Open(path, &ledger.Options{NoCreate: true, Origin: "other.example/x"})
+	l, err = bolt.Open(path, &bolt.Options{NoCreate: true, Origin: "other.example/x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +110,14 @@ func TestCreateAndReopen(t *testing.T) {
 
 func TestLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")
-	l, err := ledger.Open(path, nil)
+	l, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	for _, ro := range []bool{false, true} {
 		start := time.Now()
-		l2, err := ledger.Open(path, &ledger.Options{ReadOnly: ro, Timeout: 100 * time.Millisecond})
+		l2, err := bolt.Open(path, &bolt.Options{ReadOnly: ro, Timeout: 100 * time.Millisecond})
 		if err == nil {
 			l2.Close()
 			t.Fatalf("second Open(ReadOnly=%t) succeeded", ro)
@@ -135,12 +136,12 @@ func TestReadersShareLock(t *testing.T) {
 	ledgertest.AppendHandoff(t, l, handoff(1))
 	path := l.Path()
 	l.Close()
-	r1, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	r1, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r1.Close()
-	r2, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	r2, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("second read-only Open = %v", err)
 	}
@@ -153,13 +154,13 @@ func TestReadersShareLock(t *testing.T) {
 func TestVersionMismatch(t *testing.T) {
 	l := ledgertest.MustCreate(t, nil)
 	path := ledgertest.CopyFile(t, l.Path())
-	if err := ledgertest.InsertKey(path, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(ledger.FormatVersion+1)); err != nil {
+	if err := ledgertest.InsertKey(path, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(bolt.FormatVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
-		_, err := ledger.Open(path, &ledger.Options{ReadOnly: ro})
+		_, err := bolt.Open(path, &bolt.Options{ReadOnly: ro})
 		if !errors.Is(err, ledger.ErrVersionMismatch) {
-			t.Errorf("Open(ReadOnly=%t) of a version-%d file = %v, want ErrVersionMismatch", ro, ledger.FormatVersion+1, err)
+			t.Errorf("Open(ReadOnly=%t) of a version-%d file = %v, want ErrVersionMismatch", ro, bolt.FormatVersion+1, err)
 		}
 	}
 }
@@ -167,7 +168,7 @@ func TestVersionMismatch(t *testing.T) {
 // TestVersion1 reads a format 1 file (no meta "indexed"; indexes always
 // complete) as it is, and a writable Open upgrades it to format 2.
 func TestVersion1(t *testing.T) {
-	l := ledgertest.MustCreate(t, &ledger.Options{IndexBatch: 1})
+	l := ledgertest.MustCreate(t, &bolt.Options{IndexBatch: 1})
 	for i := range 6 {
 		ledgertest.AppendHandoff(t, l, handoff(i))
 	}
@@ -178,7 +179,7 @@ func TestVersion1(t *testing.T) {
 	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
 		t.Fatal(err)
 	}
-	r, err := ledger.Open(v1, &ledger.Options{ReadOnly: true})
+	r, err := bolt.Open(v1, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("read-only Open of a version-1 file = %v", err)
 	}
@@ -189,7 +190,7 @@ func TestVersion1(t *testing.T) {
 		t.Errorf("Find on a version-1 file = %v, %v; want 6 seqs", got, err)
 	}
 	r.Close()
-	w, err := ledger.Open(v1, &ledger.Options{IndexBatch: 4})
+	w, err := bolt.Open(v1, &bolt.Options{IndexBatch: 4})
 	if err != nil {
 		t.Fatalf("writable Open of a version-1 file = %v", err)
 	}
@@ -199,7 +200,7 @@ func TestVersion1(t *testing.T) {
 	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
 		t.Fatal(err)
 	}
-	r, err = ledger.Open(v1, &ledger.Options{ReadOnly: true})
+	r, err = bolt.Open(v1, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestReadOnlyNoChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestWriteTo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "backup.db")
 	os.WriteFile(path, buf.Bytes(), 0o600)
 	ledgertest.MustCheck(t, path)
-	b, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	b, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

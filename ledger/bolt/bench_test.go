@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"bytes"

@@ -1,9 +1,10 @@
-package ledger_test
+package bolt_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -124,7 +126,7 @@ func testFind(t *testing.T, batch int) {
 				t.Fatal(err)
 			}
 			var err error
-			if l, err = ledger.Open(path, o); err != nil {
+			if l, err = bolt.Open(path, o); err != nil {
 				t.Fatal(err)
 			}
 			defer l.Close()
@@ -258,7 +260,7 @@ func TestAppendRefuses(t *testing.T) {
 func TestTimeNeverGoesBack(t *testing.T) {
 	times := []time.Time{t0, t0, t0.Add(time.Hour), t0, t0.Add(2 * time.Hour)} // the first is read by create
 	i := 0
-	l := ledgertest.MustCreate(t, &ledger.Options{Now: func() time.Time { i++; return times[min(i-1, len(times)-1)] }})
+	l := ledgertest.MustCreate(t, &bolt.Options{Now: func() time.Time { i++; return times[min(i-1, len(times)-1)] }})
 	var got []time.Time
 	for range 4 {
 		res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
@@ -280,22 +282,31 @@ func TestTimeNeverGoesBack(t *testing.T) {
 // reported failed, RELIABILITY C5) no later Append is acknowledged until a
 // reopen; the reopened ledger holds the entry and checks clean.
 func TestFailedCommit(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	path := filepath.Join(t.TempDir(), "l.db")
+	d, err := bolt.OpenDriver(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := &failAfter{Driver: d}
+	l, err := ledger.New(fd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ledgertest.AppendHandoff(t, l, handoff(0))
 	eio := errors.New("input/output error")
-	ledger.SetAfterCommit(l, func() error { return eio })
+	fd.err = eio
 	if _, err := l.Append(context.Background(), handoff(1).Build()); !errors.Is(err, eio) {
 		t.Fatalf("Append = %v, want the commit error", err)
 	}
-	ledger.SetAfterCommit(l, nil)
+	fd.err = nil
 	for range 2 {
 		if _, err := l.Append(context.Background(), handoff(2).Build()); !errors.Is(err, ledger.ErrFailed) {
 			t.Fatalf("Append after a failed commit = %v, want ErrFailed", err)
 		}
 	}
-	path := l.Path()
 	l.Close()
-	r, err := ledger.Open(path, nil)
+	ledgertest.MustCheck(t, path)
+	r, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,4 +317,18 @@ func TestFailedCommit(t *testing.T) {
 	if _, err := r.Append(context.Background(), handoff(2).Build()); err != nil {
 		t.Errorf("Append after reopen = %v", err)
 	}
+}
+
+// failAfter stores each batch, then reports err (when set): a commit whose
+// bytes are durable but whose outcome the caller cannot know.
+type failAfter struct {
+	*bolt.Driver
+	err error
+}
+
+func (f *failAfter) Append(ctx context.Context, b *ledger.Batch) error {
+	if err := f.Driver.Append(ctx, b); err != nil {
+		return err
+	}
+	return f.err
 }

@@ -1,5 +1,5 @@
 //go:build !race
 
-package ledger_test
+package bolt_test
 
 const raceEnabled = false

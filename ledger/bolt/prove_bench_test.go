@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 var proveEntries = flag.Int("prove-entries", 1<<12, "ledger size for BenchmarkProve (e.g. 1000000)")
@@ -20,7 +21,7 @@ var proveEntries = flag.Int("prove-entries", 1<<12, "ledger size for BenchmarkPr
 func BenchmarkProve(b *testing.B) {
 	n := uint64(*proveEntries)
 	path := filepath.Join(b.TempDir(), "prove.db")
-	l, err := ledger.Open(path, &ledger.Options{MaxBatch: 1024})
+	l, err := bolt.Open(path, &bolt.Options{MaxBatch: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ledger
+package bolt
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/govledger/govledger/ledger"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -37,7 +38,7 @@ const (
 // is one read of every page in use.
 func checkPages(r io.ReaderAt, tx *bolt.Tx, pageSize int) error {
 	if pageSize < 1024 || pageSize > 1<<16 {
-		return fmt.Errorf("%w: page size %d", ErrCorrupt, pageSize)
+		return fmt.Errorf("%w: page size %d", ledger.ErrCorrupt, pageSize)
 	}
 	w := &pageWalker{r: r, ps: uint64(pageSize), hw: uint64(tx.Size()) / uint64(pageSize)}
 	w.seen = make([]uint64, w.hw/64+1)
@@ -56,7 +57,7 @@ type pageWalker struct {
 }
 
 func (w *pageWalker) corrupt(format string, args ...any) error {
-	return fmt.Errorf("%w: page structure: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: page structure: %s", ledger.ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
 // metaRoot returns the root bucket's page id from the meta page of txid.
@@ -189,11 +190,12 @@ func (w *pageWalker) leaf(page []byte, count, id uint64, depth int, where string
 }
 
 // checkPages runs checkPages on the ledger's file in one read transaction.
-func (l *Ledger) checkPages() error {
-	f, err := os.Open(l.path)
+func (d *Driver) checkPages() error {
+	f, err := os.Open(d.path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return l.view(func(tx *bolt.Tx) error { return checkPages(f, tx, l.db.Info().PageSize) })
+	db := d.current()
+	return d.read(func(tx *bolt.Tx) error { return checkPages(f, tx, db.Info().PageSize) })
 }

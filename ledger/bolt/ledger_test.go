@@ -1,4 +1,4 @@
-package ledger_test
+package bolt_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
@@ -20,8 +21,8 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-func newClockOpts() *ledger.Options {
-	return &ledger.Options{Now: ledgertest.NewClock(t0).Now, Origin: "test.example/ledger"}
+func newClockOpts() *bolt.Options {
+	return &bolt.Options{Now: ledgertest.NewClock(t0).Now, Origin: "test.example/ledger"}
 }
 
 func handoff(i int) ledgertest.Handoff {
@@ -242,7 +243,7 @@ func waitQueued(t *testing.T, l *ledger.Ledger, n int) {
 func TestGroupCommit(t *testing.T) {
 	for _, maxBatch := range []int{0, 8} {
 		t.Run(fmt.Sprint("max", maxBatch), func(t *testing.T) {
-			l := ledgertest.MustCreate(t, &ledger.Options{MaxBatch: maxBatch})
+			l := ledgertest.MustCreate(t, &bolt.Options{MaxBatch: maxBatch})
 			ledgertest.AppendHandoff(t, l, handoff(0)) // snapshots in force
 			before := l.Stats()
 			release, wait := blockCommitter(t, l)
