@@ -247,8 +247,10 @@ func (l *Ledger) commit(batch []*pending) {
 			l.commits.Add(1)
 			l.entries.Add(uint64(len(b.Entries)))
 		}
-	case errors.Is(err, ErrConflict):
-		// Nothing stored; the ledger stays writable.
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrUnavailable):
+		// Nothing stored, or the store (not this process) knows whether it
+		// was: the next batch is built on the head actually stored, so the
+		// ledger stays writable.
 	default:
 		var f *fatalError
 		if !errors.As(err, &f) || errors.Is(err, ErrCorrupt) {

@@ -17,6 +17,20 @@ import (
 // and retries.
 var ErrConflict = errors.New("ledger: head moved (compare-and-append conflict)")
 
+// ErrUnavailable is wrapped by a Driver error caused by the store being out
+// of reach (a lost connection, a database restarting or refusing
+// connections), not by anything wrong with the ledger. An Append that
+// returns it stored nothing, unless the error also wraps ErrOutcomeUnknown.
+// Either way the core stays writable: its next batch is built on the head
+// actually stored, so the chain cannot fork; a server answers 503 and the
+// client retries (with its idempotency key, so a batch that did land is
+// not appended twice).
+var ErrUnavailable = errors.New("ledger: store unavailable")
+
+// ErrOutcomeUnknown is wrapped by an Append error when the batch was sent
+// but the driver could not learn whether it was stored.
+var ErrOutcomeUnknown = errors.New("ledger: commit outcome unknown")
+
 // A Driver stores one ledger: its canonical entries, the blobs they name
 // (payloads, snapshot bytes), the Merkle tree's stored hashes, the derived
 // tables the state fold reads (entry.Tables) and whatever indexes serve
