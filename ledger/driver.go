@@ -118,9 +118,12 @@ type Batch struct {
 	// the same length. They are removed after Blobs are stored, and a view
 	// then answers ErrRedacted for them (until a later batch stores the
 	// same bytes again). After Append returns, their bytes must not be
-	// recoverable from the storage: not from the live data, and not from
-	// freed pages or dead rows the storage keeps (bbolt rewrites the file;
-	// PostgreSQL vacuums).
+	// readable through any new view, and the driver removes them from
+	// freed pages or dead rows as soon as no older view can still read
+	// them: bbolt rewrites the file when its last older view closes;
+	// PostgreSQL vacuums once no older snapshot remains on any replica.
+	// What the storage copied elsewhere (write-ahead log, backups,
+	// standbys) is outside a driver's reach; each driver documents it.
 	Erase []entry.Hash
 	// Hashes are the tree's new stored hashes, in tlog storage order,
 	// starting at index tlog.StoredHashIndex(0, int64(At.Seq)).
