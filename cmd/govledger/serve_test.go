@@ -474,5 +474,3 @@ func compactJSON(t *testing.T, b []byte) []byte {
 	}
 	return mustJSON(t, v)
 }
-
-
