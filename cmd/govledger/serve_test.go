@@ -350,7 +350,7 @@ func TestServeExampleClients(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, filepath.Join(moduleRoot(t), c.script), s.url, e.tok["product"], c.name)
+			cmd := exec.CommandContext(ctx, bin, filepath.Join(moduleRoot(t), c.script), s.url, e.tok["product"], filepath.Join(e.dir, "handoffs"))
 			out, err := cmd.CombinedOutput()
 			t.Logf("%s", out)
 			if err != nil {
