@@ -332,16 +332,8 @@ func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.S
 	if err != nil {
 		return nil, err
 	}
-	if key := req.cfg.IdempotencyKey; key != "" {
-		var a entry.Accept
-		var ok bool
-		if err := b.l.View(func(st ledger.State) error { a, ok = st.Idempotent(key); return nil }); err != nil {
-			return nil, readErr(err)
-		}
-		if ok {
-			return b.replay(req, a.Seq)
-		}
-	}
+	// A key used before is found inside the commit (govern.KeyUsedError):
+	// a retry costs a decision, and a first use no extra read.
 	start := time.Now()
 	out, err := govern.Record(ctx, b.l, req.cfg, "request", req.p)
 	var used *govern.KeyUsedError
