@@ -94,45 +94,64 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 	}
 	res := &ServerResult{Schema: "govledger.bench-server/v1", Format: string(o.Format), N: o.N}
 	base := 0
-	docs := func() [][]byte {
-		out := make([][]byte, o.N)
+	docs := func(n int) [][]byte {
+		out := make([][]byte, n)
 		now := time.Now().UTC()
 		total := 0
 		for i := range out {
 			out[i] = g.doc(base+i, now)
 			total += len(out[i])
 		}
-		base += o.N
-		res.AvgPayloadBytes = total / o.N
+		base += n
+		res.AvgPayloadBytes = total / max(n, 1)
 		return out
 	}
+	const rounds = 4 // the three paths take turns, so a noisy moment hits them alike
 	for i, c := range o.Clients {
 		if c <= 0 {
 			return nil, fmt.Errorf("bench: %d clients", c)
 		}
-		run := ServerRun{Clients: c}
-		stage(fmt.Sprintf("raw bbolt, %d writers", c))
-		d, err := perf.RawBboltAppend(filepath.Join(dir, fmt.Sprintf("raw-%d.db", i)), docs(), c)
+		stage(fmt.Sprintf("%d clients: raw bbolt, record and HTTP, %d rounds each", c, rounds))
+		rec, err := newRecorder(ctx, filepath.Join(dir, fmt.Sprintf("record-%d.db", i)), g.cfg)
 		if err != nil {
 			return nil, err
 		}
-		run.RawBboltPerSec = rate(o.N, d)
-
-		stage(fmt.Sprintf("record, %d writers", c))
-		d, lat, err := recordLatency(ctx, filepath.Join(dir, fmt.Sprintf("record-%d.db", i)), g.cfg, docs(), c)
+		srv, err := newServed(ctx, filepath.Join(dir, fmt.Sprintf("serve-%d.db", i)), g.cfg, c)
 		if err != nil {
+			rec.close()
 			return nil, err
 		}
-		run.RecordPerSec = rate(o.N, d)
-		run.RecordP50Ms, run.RecordP99Ms = percentile(lat, 50), percentile(lat, 99)
-
-		stage(fmt.Sprintf("HTTP, %d clients", c))
-		d, lat, err = serveLatency(ctx, filepath.Join(dir, fmt.Sprintf("serve-%d.db", i)), g.cfg, docs(), c)
-		if err != nil {
-			return nil, err
+		var raw, dRec, dHTTP time.Duration
+		var latRec, latHTTP []time.Duration
+		n := 0
+		for r := range rounds {
+			m := o.N / rounds
+			if r == rounds-1 {
+				m = o.N - n
+			}
+			n += m
+			all := docs(m * 3)
+			d, err := perf.RawBboltAppend(filepath.Join(dir, fmt.Sprintf("raw-%d.db", i)), all[:m], c)
+			if err == nil {
+				raw += d
+				d, lat, err2 := drive(m, c, func(j int) error { return rec.submit(all[m+j]) })
+				dRec, latRec, err = dRec+d, append(latRec, lat...), err2
+			}
+			if err == nil {
+				d, lat, err2 := drive(m, c, func(j int) error { return srv.submit(all[2*m+j]) })
+				dHTTP, latHTTP, err = dHTTP+d, append(latHTTP, lat...), err2
+			}
+			if err != nil {
+				rec.close()
+				srv.close()
+				return nil, err
+			}
 		}
-		run.HTTPPerSec = rate(o.N, d)
-		run.HTTPP50Ms, run.HTTPP99Ms = percentile(lat, 50), percentile(lat, 99)
+		rec.close()
+		srv.close()
+		run := ServerRun{Clients: c, RawBboltPerSec: rate(o.N, raw), RecordPerSec: rate(o.N, dRec), HTTPPerSec: rate(o.N, dHTTP)}
+		run.RecordP50Ms, run.RecordP99Ms = percentile(latRec, 50), percentile(latRec, 99)
+		run.HTTPP50Ms, run.HTTPP99Ms = percentile(latHTTP, 50), percentile(latHTTP, 99)
 		run.HTTPVsRecord = ratio(run.HTTPPerSec, run.RecordPerSec)
 		run.HTTPVsRawBbolt = ratio(run.HTTPPerSec, run.RawBboltPerSec)
 		res.Runs = append(res.Runs, run)
@@ -174,105 +193,140 @@ func drive(n, workers int, fn func(i int) error) (time.Duration, []time.Duration
 	return time.Since(start), lat, firstErr
 }
 
-// recordLatency is the direct path: govern.Record from writers goroutines
-// on an in-process ledger (group commit).
-func recordLatency(ctx context.Context, path string, cfg *govern.Config, docs [][]byte, writers int) (time.Duration, []time.Duration, error) {
+// recorder is the direct path: govern.Record on an in-process ledger,
+// called from as many goroutines as there are clients (group commit).
+type recorder struct {
+	ctx context.Context
+	l   *ledger.Ledger
+	cfg *govern.Config
+}
+
+func newRecorder(ctx context.Context, path string, cfg *govern.Config) (*recorder, error) {
 	l, err := ledger.Open(path, nil)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	defer l.Close()
 	if _, err := l.Append(ctx, &ledger.Request{Snapshots: snapshots(cfg)}); err != nil {
-		return 0, nil, err
+		l.Close()
+		return nil, err
 	}
-	return drive(len(docs), writers, func(i int) error {
-		p, err := govern.ReadPayload(bytes.NewReader(docs[i]), cfg.Params.MaxPayload)
-		if err != nil {
-			return err
-		}
-		out, err := govern.Record(ctx, l, cfg, "bench", p)
-		if err == nil && out.Decision.Decision != "accepted" {
-			err = fmt.Errorf("bench: document %d rejected: %v", i, out.Decision.Reasons)
-		}
-		return err
-	})
+	return &recorder{ctx: ctx, l: l, cfg: cfg}, nil
 }
+
+func (r *recorder) submit(doc []byte) error {
+	p, err := govern.ReadPayload(bytes.NewReader(doc), r.cfg.Params.MaxPayload)
+	if err != nil {
+		return err
+	}
+	out, err := govern.Record(r.ctx, r.l, r.cfg, "bench", p)
+	if err == nil && out.Decision.Decision != "accepted" {
+		err = fmt.Errorf("bench: document rejected: %v", out.Decision.Reasons)
+	}
+	return err
+}
+
+func (r *recorder) close() { r.l.Close() }
 
 func snapshots(cfg *govern.Config) []ledger.Snapshot {
 	return []ledger.Snapshot{{What: "manifest", Bytes: cfg.Registry.Snapshot}, {What: "lock", Bytes: cfg.LockBytes}}
 }
 
-// serveLatency submits over loopback HTTP, from clients goroutines with
-// keep-alive connections, to a server.Server over ledgerbackend in this
-// process, each document with its own Idempotency-Key as the example
-// clients send them.
-func serveLatency(ctx context.Context, path string, cfg *govern.Config, docs [][]byte, clients int) (time.Duration, []time.Duration, error) {
+// served submits over loopback HTTP, with keep-alive connections, to a
+// server.Server over ledgerbackend in this process, each document with its
+// own Idempotency-Key as the example clients send them.
+type served struct {
+	ctx    context.Context
+	l      *ledger.Ledger
+	stop   func()
+	served chan error
+	hc     *http.Client
+	tr     *http.Transport
+	target string
+	token  string
+	n      atomic.Int64
+}
+
+func newServed(ctx context.Context, path string, cfg *govern.Config, clients int) (*served, error) {
 	l, err := ledger.Open(path, nil)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
-	defer l.Close()
-	be, err := ledgerbackend.New(l, ledgerbackend.Options{
+	s := &served{ctx: ctx, l: l}
+	if err := s.start(cfg, clients); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *served) start(cfg *govern.Config, clients int) error {
+	be, err := ledgerbackend.New(s.l, ledgerbackend.Options{
 		Load: func() (*ledgerbackend.Policy, error) {
 			return &ledgerbackend.Policy{Registry: cfg.Registry, Lock: cfg.Lock, LockBytes: cfg.LockBytes}, nil
 		},
 		Params: cfg.Params, Root: cfg.Root,
 	})
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
-	if _, err := be.Reload(ctx, "bench"); err != nil { // snapshots in force before the clock starts
-		return 0, nil, err
+	if _, err := be.Reload(s.ctx, "bench"); err != nil { // snapshots in force before the clock starts
+		return err
 	}
 	token, hash, err := server.NewToken(rand.Reader)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	tokens := server.NewTokenStore(&server.TokensFile{Version: server.TokensVersion, Tokens: []server.TokenEntry{{
 		Name: "bench", Hash: hash, Scopes: []server.Scope{server.ScopeHandoffWrite}, Agents: []string{server.AnyAgent}, Created: time.Now()}}}, nil)
 	srv, err := server.New(server.Config{Backend: be, Tokens: tokens, QueueDepth: be.QueueDepth})
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, ln) }()
-	defer func() { stop(); <-served }()
-
+	sctx, stop := context.WithCancel(s.ctx)
+	s.stop, s.served, s.token = stop, make(chan error, 1), token
+	go func() { s.served <- srv.Serve(sctx, ln) }()
 	q := url.Values{}
 	if cfg.Params.From != "" {
 		q.Set("from", cfg.Params.From)
 		q.Set("to", cfg.Params.To)
 	}
-	target := "http://" + ln.Addr().String() + "/v1/handoffs"
+	s.target = "http://" + ln.Addr().String() + "/v1/handoffs"
 	if len(q) > 0 {
-		target += "?" + q.Encode()
+		s.target += "?" + q.Encode()
 	}
-	tr := &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: time.Minute}
-	return drive(len(docs), clients, func(i int) error {
-		req, err := http.NewRequestWithContext(ctx, "POST", target, bytes.NewReader(docs[i]))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Idempotency-Key", "bench-"+strconv.Itoa(i))
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err == nil && (resp.StatusCode != http.StatusCreated || !bytes.Contains(body, []byte(`"decision":"accepted"`))) {
-			err = fmt.Errorf("bench: document %d: %d %s", i, resp.StatusCode, body)
-		}
+	s.tr = &http.Transport{MaxIdleConns: clients, MaxIdleConnsPerHost: clients}
+	s.hc = &http.Client{Transport: s.tr, Timeout: time.Minute}
+	return nil
+}
+
+func (s *served) submit(doc []byte) error {
+	req, err := http.NewRequestWithContext(s.ctx, "POST", s.target, bytes.NewReader(doc))
+	if err != nil {
 		return err
-	})
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Idempotency-Key", "bench-"+strconv.FormatInt(s.n.Add(1), 10))
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil && (resp.StatusCode != http.StatusCreated || !bytes.Contains(body, []byte(`"decision":"accepted"`))) {
+		err = fmt.Errorf("bench: %d %s", resp.StatusCode, body)
+	}
+	return err
+}
+
+func (s *served) close() {
+	s.tr.CloseIdleConnections()
+	s.stop()
+	<-s.served
+	s.l.Close()
 }
 
 // percentile returns the p-th percentile of ds in milliseconds.
