@@ -21,8 +21,9 @@ Ratios measured side by side hold on a noisy machine; absolute rates do not.
 
 With --server it measures the service instead: for each number of --clients,
 submitting over loopback HTTP (keep-alive, an Idempotency-Key per document) to
-an in-process govledger serve, beside the direct record path and raw bbolt with
-as many writers, with p50/p99 latency per document.
+an in-process govledger serve, beside the direct record path and raw bbolt
+written by as many writers sharing commits (db.Batch), the three taking turns,
+with p50/p99 latency per document.
 
 Examples:
   govledger bench

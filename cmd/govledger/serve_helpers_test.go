@@ -47,6 +47,7 @@ var servePrincipals = []server.TokenEntry{
 	{Name: "op", Scopes: []server.Scope{server.ScopeOperator, server.ScopeLedgerRead}},
 	{Name: "flood", Scopes: []server.Scope{server.ScopeLedgerRead}},
 	{Name: "expired", Scopes: []server.Scope{server.ScopeLedgerRead}},
+	{Name: "gateway", MTLSSubject: "gateway.internal", Scopes: []server.Scope{server.ScopeHandoffWrite, server.ScopeLedgerRead}, Agents: []string{"*"}},
 }
 
 // newServeEnv unpacks the demo data and locks registry ("registry" or
