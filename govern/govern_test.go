@@ -17,6 +17,7 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -67,7 +68,7 @@ func mustVerify(t *testing.T, l *ledger.Ledger) *verify.Report {
 // ledger verifies (RELIABILITY R1).
 func TestConcurrentReplayOneAcceptance(t *testing.T) {
 	cfg, dir := setup(t)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 // appends, for every demo document of the manifest registry.
 func TestValidateMatchesRecord(t *testing.T) {
 	cfg, dir := setup(t)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ func TestValidateMatchesRecord(t *testing.T) {
 func TestPayloadTooLarge(t *testing.T) {
 	cfg, dir := setup(t)
 	cfg.Params.MaxPayload = 100
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestIndependentExportScript(t *testing.T) {
 	if _, err := demo.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(filepath.Join(dir, "demo.db"), &ledger.Options{ReadOnly: true, NoCreate: true})
+	l, err := bolt.Open(filepath.Join(dir, "demo.db"), &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestIndependentExportScript(t *testing.T) {
 func TestDecisionUsesEntryTime(t *testing.T) {
 	cfg, dir := setup(t)
 	later := demo.Epoch.Add(48 * time.Hour)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: func() time.Time { return later }})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: func() time.Time { return later }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestDecisionUsesEntryTime(t *testing.T) {
 // ledger verifies.
 func TestIdempotencyKeyOnce(t *testing.T) {
 	cfg, dir := setup(t)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/cmd/govledger/internal/bench"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/internal/bench"
 )
 
 func benchCommand(g *globals) *cli.Command {

@@ -14,7 +14,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 var serveKills = flag.Int("serve-kills", 50, "SIGKILLs of govledger serve in TestServeCrash")
@@ -139,7 +139,7 @@ func TestServeCrash(t *testing.T) {
 		t.Fatalf("stop after the crashes: exit %d", code)
 	}
 
-	l, err := ledger.Open(e.db, &ledger.Options{ReadOnly: true, NoCreate: true})
+	l, err := bolt.Open(e.db, &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

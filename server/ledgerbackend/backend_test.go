@@ -12,6 +12,7 @@ import (
 
 	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
 )
@@ -26,7 +27,7 @@ func newBackend(t *testing.T, maxQueue int) (*ledgerbackend.Backend, *ledger.Led
 	if _, err := demo.Config(dir, "registry"); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), nil)
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
