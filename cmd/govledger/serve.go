@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
+	"github.com/govledger/govledger/server/ui"
 )
 
 func serveCommand(g *globals) *cli.Command {
@@ -35,7 +37,8 @@ func serveCommand(g *globals) *cli.Command {
 Callers authenticate with bearer tokens from the tokens file (--tokens; see
 "govledger token") or, with --client-ca, a client certificate. A write is
 answered once its entry is durable, or with an RFC 9457 problem saying nothing
-was written. The routes are described by GET /openapi.json.
+was written. The routes are described by GET /openapi.json; the audit viewer
+is under /ui/ (--ui=false turns it off).
 
 Signals: SIGHUP re-reads the tokens file, the manifest and the lock (a changed
 manifest or lock is recorded as a snapshot entry); SIGTERM or SIGINT stops
@@ -54,6 +57,8 @@ Examples:
 			tokensFlag(&tokens),
 			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
+			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
+			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "private key of --tls-cert (PEM)"},
 			&cli.StringFlag{Name: "client-ca", Usage: "CA certificates (PEM) whose client certificates authenticate (mutual TLS; needs --tls-cert)"},
@@ -170,6 +175,17 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		ShutdownTimeout: c.Duration("shutdown-timeout"),
 		Heartbeat:       server.DefaultHeartbeat, MaxHeaderBytes: server.DefaultMaxHeaderBytes, RetryAfter: server.DefaultRetryAfter,
+	}
+	if c.Bool("ui") {
+		vk := c.String("verifier-key")
+		if b, err := os.ReadFile(vk); vk != "" && err == nil {
+			vk = strings.TrimSpace(string(b))
+		}
+		viewer, err := ui.New(ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")})
+		if err != nil {
+			return usageErr("serve: --verifier-key: %v", err)
+		}
+		cfg.UI = viewer
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

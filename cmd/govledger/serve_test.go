@@ -261,6 +261,10 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(e.do(s, "GET", "/openapi.json", "", nil).body, &doc); err != nil || !strings.HasPrefix(doc["openapi"].(string), "3.1") {
 		t.Fatalf("openapi.json: %v", err)
 	}
+	if a := e.do(s, "GET", "/ui/login", "", nil); a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") ||
+		a.header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("the viewer under /ui/: %d %v", a.status, a.header)
+	}
 	if a := e.do(s, "GET", "/readyz", "", nil); a.status != 200 {
 		t.Fatalf("readyz: %d %s", a.status, a.body)
 	}
