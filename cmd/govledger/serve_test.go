@@ -478,3 +478,30 @@ func compactJSON(t *testing.T, b []byte) []byte {
 	}
 	return mustJSON(t, v)
 }
+
+// TestServeRefusesToStart: a missing tokens file or an invalid manifest is
+// exit 2, a ledger another server holds is exit 3, and nothing listens.
+func TestServeRefusesToStart(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	s := e.start()
+	for _, c := range []struct {
+		what string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no tokens file", []string{"--tokens", filepath.Join(e.dir, "missing.json")}, 2, "does not exist: run 'govledger token create' first"},
+		{"invalid manifest", []string{"--manifest", filepath.Join(e.dir, "registry-lock.json")}, 2, "manifest"},
+		{"ledger held by the running server", nil, 3, "in use by another process"},
+		{"--tls-key without --tls-cert", []string{"--tls-key", "x.key"}, 2, "--tls-cert and --tls-key go together"},
+	} {
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--tokens", e.tokens}, c.args...)
+		out, code := e.cli(args...)
+		if code != c.code || !strings.Contains(out, c.msg) || strings.Contains(out, `"listening"`) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s", c.what, code, c.code, c.msg, out)
+		}
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+}
