@@ -217,7 +217,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 	// Redact: the payload is gone (410), its hash stays.
 	a = e.do(s, "POST", "/v1/entries/"+itoaU(seq01)+":redact", "op", []byte(`{"reason":"erasure request 7"}`), "Content-Type: application/json")
-	if a.status != 201 || !strings.Contains(string(a.body), `"kind":"redaction"`) {
+	if a.status != 201 || !strings.Contains(string(a.body), `"kind":"redaction"`) || !strings.Contains(string(a.body), `"submitter":"op"`) {
 		t.Fatalf("redact: %d %s", a.status, a.body)
 	}
 	wantProblem(t, "redacted payload", e.do(s, "GET", "/v1/entries/"+itoaU(seq01)+"/payload", "auditor", nil), 410, server.CodeRedacted)

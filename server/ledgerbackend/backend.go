@@ -674,15 +674,14 @@ func (b *Backend) Unblock(ctx context.Context, agent, why, operator string) (*se
 	return &v, nil
 }
 
-// Redact implements server.Backend. The redaction entry records why; the
-// ledger's Redact takes no submitter, so the operator is in the server's
-// request log, not in the entry.
+// Redact implements server.Backend. The redaction entry records why and,
+// as its submitter, the operator.
 func (b *Backend) Redact(ctx context.Context, seq uint64, why, operator string) (*server.EntryView, error) {
 	if err := b.writable(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	res, err := b.l.Redact(ctx, seq, why)
+	res, err := b.l.RedactAs(ctx, seq, why, operator)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return nil, fmt.Errorf("%w: no entry %d", server.ErrNotFound, seq)
