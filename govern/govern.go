@@ -46,13 +46,28 @@ type Config struct {
 	// Submitter is recorded as the submitter of every entry Record writes:
 	// the CLI's --as (default the OS user), the server's principal.
 	Submitter string
-	// IdempotencyKey, when not empty, makes Record safe to retry: it is
-	// recorded in the entry, and a later Record with the same key and the
-	// same request (payload bytes, submitter, format, from and to) appends
-	// nothing and returns the first entry's outcome (Outcome.Replayed).
-	// The same key with another request fails with an error wrapping
-	// ErrIdempotencyConflict, and nothing is appended. Validate ignores it.
+	// IdempotencyKey, when set, is recorded in the handoff entry Record
+	// writes. If an earlier entry used the same key, Record writes nothing
+	// and returns a *KeyUsedError naming that entry; the check runs inside
+	// the write transaction, so two concurrent uses of one key append once.
 	IdempotencyKey string
+	// TraceParent, when set, is a W3C traceparent recorded in the handoff
+	// entry Record writes.
+	TraceParent string
+}
+
+// KeyUsedError is returned by Record when Config.IdempotencyKey was used
+// by an earlier entry: nothing was written. The caller compares Payload
+// (and whatever else it scopes the key by) with its request to tell a
+// retry from a conflict.
+type KeyUsedError struct {
+	Key     string
+	Seq     uint64     // the entry that first used the key
+	Payload entry.Hash // that entry's payload_sha256
+}
+
+func (e *KeyUsedError) Error() string {
+	return fmt.Sprintf("idempotency key %q was used by entry %d", e.Key, e.Seq)
 }
 
 // Outcome is the result for one document.
@@ -65,9 +80,9 @@ type Outcome struct {
 	// handoff entry last); nil for Validate. For a replay it holds only the
 	// first entry of the idempotency key.
 	Appended []ledger.Appended
-	// Replayed is set when Config.IdempotencyKey was used before for the
-	// same request: nothing was appended now, and Decision and Appended
-	// are those of the first entry.
+	// Replayed is set by Replay: Config.IdempotencyKey was used before for
+	// the same request, nothing was appended now, and Decision and
+	// Appended are those of the first entry.
 	Replayed bool
 }
 
@@ -82,18 +97,10 @@ func (o *Outcome) Entry() *ledger.Appended {
 // ErrRead is returned when a document cannot be read at all.
 var ErrRead = errors.New("cannot read document")
 
-// ErrIdempotencyConflict is returned (wrapped) by Record when its
+// ErrIdempotencyConflict is returned (wrapped) by Replay when the
 // idempotency key was used before for a different request. Nothing was
 // appended.
 var ErrIdempotencyConflict = errors.New("idempotency key already used for a different request")
-
-// replayError is returned by Build when the idempotency key was used
-// before: nothing of the request is written.
-type replayError struct{ first entry.Accept }
-
-func (e *replayError) Error() string {
-	return fmt.Sprintf("idempotency key first used by seq %d", e.first.Seq)
-}
 
 // Payload is a submitted document: at most max bytes are kept, but the hash
 // and size always cover every byte read.
@@ -230,7 +237,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	// entry time and every answer of the ledger state are the guessed ones.
 	filled := &entry.Entry{}
 	fillErr := pre.Fill(filled, pin)
-	filled.Submitter = c.Submitter
+	filled.Submitter, filled.IdempotencyKey, filled.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
@@ -245,14 +252,13 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		Build: func(st ledger.State, e *entry.Entry) error {
 			if c.IdempotencyKey != "" {
 				if a, ok := st.Idempotent(c.IdempotencyKey); ok {
-					return &replayError{first: a}
+					return &KeyUsedError{Key: c.IdempotencyKey, Seq: a.Seq, Payload: a.Payload}
 				}
 			}
 			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
 				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
 				*e = *filled
 				e.V, e.Seq, e.Prev, e.Time = v, seq, prev, t
-				e.IdempotencyKey = c.IdempotencyKey
 				out.Decision = pre
 				return nil
 			}
@@ -261,62 +267,16 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
-			e.Submitter = c.Submitter
-			e.IdempotencyKey = c.IdempotencyKey
+			e.Submitter, e.IdempotencyKey, e.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
 			out.Decision = d
 			return nil
 		},
 	}
 	res, err := l.Append(ctx, req)
-	if re := (*replayError)(nil); errors.As(err, &re) {
-		return c.replay(l, out, p, re.first)
-	}
 	if err != nil {
 		return nil, err
 	}
 	out.Appended = res.Entries
-	return out, nil
-}
-
-// replay answers a retry: the key's first entry, when it records the same
-// request, else ErrIdempotencyConflict. The first entry is read after the
-// commit that found it, which is safe: entries never change.
-func (c *Config) replay(l *ledger.Ledger, out *Outcome, p *Payload, first entry.Accept) (*Outcome, error) {
-	conflict := func(what string) error {
-		return fmt.Errorf("%w: key %q was used by seq %d for %s", ErrIdempotencyConflict, c.IdempotencyKey, first.Seq, what)
-	}
-	if first.Payload != p.SHA256 {
-		return nil, conflict("other bytes (payload_sha256 " + first.Payload.String() + ")")
-	}
-	e, raw, err := l.Get(first.Seq)
-	if err != nil {
-		return nil, err
-	}
-	if e.Kind != entry.KindHandoff || e.IdempotencyKey != c.IdempotencyKey || e.PayloadSHA256 == nil || *e.PayloadSHA256 != p.SHA256 {
-		return nil, fmt.Errorf("%w: seq %d does not carry idempotency key %q", ledger.ErrCorrupt, first.Seq, c.IdempotencyKey)
-	}
-	if e.Submitter != c.Submitter {
-		return nil, conflict(fmt.Sprintf("submitter %q", e.Submitter))
-	}
-	var params policy.Params
-	if e.Inputs != nil {
-		in, err := policy.ParseInputs(e.Inputs)
-		if err != nil {
-			return nil, &ledger.RecordError{Seq: first.Seq, Op: "decode inputs", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
-		}
-		params = in.Params
-	}
-	if params.Format != c.Params.Format || params.From != c.Params.From || params.To != c.Params.To {
-		return nil, conflict(fmt.Sprintf("format %q, from %q, to %q", params.Format, params.From, params.To))
-	}
-	d := &policy.Decision{Decision: e.Decision, Reasons: []reason.Reason{}, Blocks: e.Blocks,
-		Record: &handoff.Record{Format: handoff.Format(e.Format.S), HandoffID: e.HandoffID.S,
-			Source: handoff.AgentRef{ID: e.Source.S}, Target: handoff.AgentRef{ID: e.Target.S}, WorkflowID: e.WorkflowID.S}}
-	if e.Reasons != nil {
-		d.Reasons = *e.Reasons
-	}
-	out.Decision, out.Replayed = d, true
-	out.Appended = []ledger.Appended{{Entry: e, Raw: raw, Hash: entry.LeafHash(raw)}}
 	return out, nil
 }
 
@@ -364,4 +324,49 @@ func (s *recordingState) sameAnswers(st policy.State) bool {
 		}
 	}
 	return true
+}
+
+// Replay answers a Record that failed with used (its idempotency key was
+// used by an earlier entry; nothing was appended) as the command line
+// scopes keys: when that entry records the same request — the same
+// payload bytes, submitter, format, from and to — the outcome is that
+// entry's (Replayed set); otherwise an error wrapping
+// ErrIdempotencyConflict. Entries never change, so reading the first entry
+// after the commit that found it is safe.
+func (c *Config) Replay(l *ledger.Ledger, name string, p *Payload, used *KeyUsedError) (*Outcome, error) {
+	conflict := func(what string) error {
+		return fmt.Errorf("%w: key %q was used by seq %d for %s", ErrIdempotencyConflict, used.Key, used.Seq, what)
+	}
+	if used.Payload != p.SHA256 {
+		return nil, conflict("other bytes (payload_sha256 " + used.Payload.String() + ")")
+	}
+	e, raw, err := l.Get(used.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != entry.KindHandoff || e.IdempotencyKey != used.Key || e.PayloadSHA256 == nil || *e.PayloadSHA256 != p.SHA256 {
+		return nil, &ledger.RecordError{Seq: used.Seq, Op: "replay", Err: fmt.Errorf("%w: does not carry idempotency key %q", ledger.ErrCorrupt, used.Key)}
+	}
+	if e.Submitter != c.Submitter {
+		return nil, conflict(fmt.Sprintf("submitter %q", e.Submitter))
+	}
+	var params policy.Params
+	if e.Inputs != nil {
+		in, err := policy.ParseInputs(e.Inputs)
+		if err != nil {
+			return nil, &ledger.RecordError{Seq: used.Seq, Op: "decode inputs", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+		}
+		params = in.Params
+	}
+	if params.Format != c.Params.Format || params.From != c.Params.From || params.To != c.Params.To {
+		return nil, conflict(fmt.Sprintf("format %q, from %q, to %q", params.Format, params.From, params.To))
+	}
+	d := &policy.Decision{Decision: e.Decision, Reasons: []reason.Reason{}, Blocks: e.Blocks,
+		Record: &handoff.Record{Format: handoff.Format(e.Format.S), HandoffID: e.HandoffID.S,
+			Source: handoff.AgentRef{ID: e.Source.S}, Target: handoff.AgentRef{ID: e.Target.S}, WorkflowID: e.WorkflowID.S}}
+	if e.Reasons != nil {
+		d.Reasons = *e.Reasons
+	}
+	return &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256, Decision: d, Replayed: true,
+		Appended: []ledger.Appended{{Entry: e, Raw: raw, Hash: entry.LeafHash(raw)}}}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -22,7 +23,7 @@ import (
 func benchLedger(b *testing.B, dir string, n int) string {
 	b.Helper()
 	path := filepath.Join(dir, fmt.Sprintf("ledger-%d.db", n))
-	l, err := ledger.Open(path, &ledger.Options{Origin: testOrigin, MaxBatch: 1024})
+	l, err := bolt.Open(path, &bolt.Options{Origin: testOrigin, MaxBatch: 1024})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func BenchmarkLogLimit(b *testing.B) {
 	}
 	var ls [2]*ledger.Ledger
 	for i := range sizes {
-		l, err := ledger.Open(paths[i], &ledger.Options{ReadOnly: true, NoCreate: true})
+		l, err := bolt.Open(paths[i], &bolt.Options{ReadOnly: true, NoCreate: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/stream"
 )
@@ -340,7 +341,7 @@ func openLedgerWait(g *globals, wait time.Duration, written string) (*ledger.Led
 	if timeout == 0 {
 		timeout = time.Nanosecond // one try; 0 would mean the default
 	}
-	l, err := ledger.Open(g.db, &ledger.Options{Timeout: timeout, Origin: g.origin, Now: g.clock()})
+	l, err := bolt.Open(g.db, &bolt.Options{Timeout: timeout, Origin: g.origin, Now: g.clock()})
 	if errors.Is(err, ledger.ErrLocked) {
 		return nil, errBusy(g, wait, written)
 	}
@@ -472,6 +473,9 @@ func (d *decider) decide(cfg *govern.Config, name string, line int, p *govern.Pa
 		d.l = l
 	}
 	o, err := govern.Record(d.c.Context, d.l, cfg, name, p)
+	if used := (*govern.KeyUsedError)(nil); errors.As(err, &used) {
+		o, err = cfg.Replay(d.l, name, p, used)
+	}
 	if errors.Is(err, govern.ErrIdempotencyConflict) {
 		return docResult{File: name, Line: line, Reasons: []reason.Reason{},
 			Refused: err.Error() + ": nothing was appended"}, nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // handoffDoc writes a copy of the example governed/1 handoff with handoff
@@ -46,7 +47,7 @@ func (e *cliEnv) handoffDoc(i int) string {
 // entries returns the ledger's entries, in order.
 func (e *cliEnv) entries() []*entry.Entry {
 	e.t.Helper()
-	l, err := ledger.Open(filepath.Join(e.dir, "ledger.db"), &ledger.Options{ReadOnly: true, NoCreate: true})
+	l, err := bolt.Open(filepath.Join(e.dir, "ledger.db"), &bolt.Options{ReadOnly: true, NoCreate: true})
 	if errors.Is(err, ledger.ErrNotExist) {
 		return nil
 	}
@@ -323,7 +324,7 @@ func TestRecordStreamReleasesLedger(t *testing.T) {
 		// ledger opens here: it must let go of the ledger (it closes it
 		// just after the answer; a child that kept it while waiting would
 		// keep it forever).
-		l, err := ledger.Open(filepath.Join(e.dir, "ledger.db"), &ledger.Options{Timeout: 5 * time.Second, NoCreate: true})
+		l, err := bolt.Open(filepath.Join(e.dir, "ledger.db"), &bolt.Options{Timeout: 5 * time.Second, NoCreate: true})
 		if err != nil {
 			t.Fatalf("after line %d, while record - waits on stdin: %v", i, err)
 		}
@@ -381,7 +382,7 @@ func TestRecordConcurrentProcesses(t *testing.T) {
 	}
 
 	// Busy: the test holds the ledger.
-	holder, err := ledger.Open(filepath.Join(e.dir, "ledger.db"), nil)
+	holder, err := bolt.Open(filepath.Join(e.dir, "ledger.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
