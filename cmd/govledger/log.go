@@ -19,7 +19,9 @@ line). Filters combine (AND).
 Examples:
   govledger log --decision rejected
   govledger log --agent domain-05-product --since 2026-11-01T00:00:00Z
-  govledger log --code HASH_MISMATCH --output json | jq .seq`,
+  govledger log --code HASH_MISMATCH --output json | jq .seq
+  govledger log --server http://127.0.0.1:8080 --decision rejected
+` + remoteHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "source or target agent"},
 			&cli.StringFlag{Name: "decision", Usage: "accepted or rejected"},
@@ -29,6 +31,7 @@ Examples:
 			&cli.TimestampFlag{Name: "since", Layout: time.RFC3339, Usage: "entries at or after this RFC 3339 time"},
 			&cli.TimestampFlag{Name: "until", Layout: time.RFC3339, Usage: "entries before this RFC 3339 time"},
 			&cli.IntFlag{Name: "limit", Usage: "at most this many entries (0: all)"},
+			serverFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -43,6 +46,12 @@ Examples:
 			}
 			if c.Int("limit") < 0 {
 				return usageErr("--limit must not be negative")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteLog(c, g, cl)
 			}
 			l, err := openLedgerRO(g)
 			if err != nil {

@@ -208,9 +208,19 @@ read, 3 when the ledger cannot be written.
 Examples:
   govledger record handoff.json
   govledger --db audit.db record handoffs/*.json
-  agent-runner | govledger record -`,
-		Flags: decisionFlags(),
+  agent-runner | govledger record -
+  GOVLEDGER_TOKEN=... govledger record --server http://127.0.0.1:8080 handoff.json
+` + remoteHelp + `
+With --server, the decision settings (--strict, --max-age, --max-payload,
+--root) are the server's and the submitter is the token's principal.`,
+		Flags: append(decisionFlags(), serverFlag()),
 		Action: func(c *cli.Context) error {
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteRecord(c, g, cl)
+			}
 			return decideFiles(c, g, true)
 		},
 	}
