@@ -369,4 +369,3 @@ func remoteExport(c *cli.Context, g *globals, cl *client.Client) error {
 	}
 	return w.Flush()
 }
-
