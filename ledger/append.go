@@ -78,6 +78,9 @@ type State interface {
 	// InForce returns the content hashes of the snapshots in force; ok is
 	// false until both a manifest and a lock snapshot were recorded.
 	InForce() (manifest, lock entry.Hash, ok bool)
+	// KeyInForce returns the checkpoint verifier key the last key
+	// rotation brought into force ("" before the first).
+	KeyInForce() string
 }
 
 // Result lists what an Append wrote: snapshot entries first, then the

@@ -660,23 +660,18 @@ func (b *Backend) Unblock(ctx context.Context, agent, why, operator string) (*se
 	if err := b.writable(); err != nil {
 		return nil, err
 	}
-	errNotBlocked := fmt.Errorf("%w: agent %q is not blocked", server.ErrNotFound, agent)
 	start := time.Now()
-	res, err := b.l.Append(ctx, &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
-		if _, ok := st.Blocked(agent); !ok {
-			return errNotBlocked
-		}
-		e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, agent, why, operator
-		return nil
-	}})
+	u, err := govern.Unblock(ctx, b.l, agent, why, operator)
 	switch {
-	case errors.Is(err, errNotBlocked):
-		return nil, err
+	case errors.Is(err, govern.ErrNotBlocked):
+		return nil, fmt.Errorf("%w: agent %q is not blocked", server.ErrNotFound, agent)
+	case errors.Is(err, govern.ErrNoReason):
+		return nil, fmt.Errorf("%w: %v", server.ErrBadInput, err)
 	case err != nil:
 		return nil, b.writeErr(err)
 	}
 	b.appended(time.Since(start))
-	v := viewOf(*res.Last())
+	v := viewOf(u.Appended)
 	return &v, nil
 }
 
