@@ -121,9 +121,10 @@ Examples:
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			wait, held := g.openWait()
+			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: wait, Now: g.clock()})
 			if err != nil {
-				return ledgerErr(g.db, err)
+				return openFailed(g, held, err)
 			}
 			if err := checkOrigin(g, l); err != nil {
 				return err
@@ -188,9 +189,10 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
+	wait, held := g.openWait()
+	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: wait, CheckPages: true})
 	if err != nil {
-		return nil, ledgerErr(g.db, err)
+		return nil, openFailed(g, held, err)
 	}
 	if err := checkOrigin(g, l); err != nil {
 		return nil, err

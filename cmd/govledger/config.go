@@ -146,9 +146,10 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{Timeout: g.openTimeout(), Origin: g.origin, Now: g.clock()})
+	wait, held := g.openWait()
+	l, err := bolt.Open(g.db, &bolt.Options{Timeout: wait, Origin: g.origin, Now: g.clock()})
 	if err != nil {
-		return nil, ledgerErr(g.db, err)
+		return nil, openFailed(g, held, err)
 	}
 	if err := checkOrigin(g, l); err != nil {
 		return nil, err
@@ -171,9 +172,10 @@ func (g *globals) clock() func() time.Time {
 // corruption (exit 1) instead of crashing inside bbolt. The walk reads each
 // page once.
 func openLedgerRO(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
+	wait, held := g.openWait()
+	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: wait, CheckPages: true})
 	if err != nil {
-		return nil, ledgerErr(g.db, err)
+		return nil, openFailed(g, held, err)
 	}
 	if err := checkOrigin(g, l); err != nil {
 		return nil, err

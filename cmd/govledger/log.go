@@ -43,7 +43,9 @@ Examples:
   govledger log --reverse --after 100 --limit 50
   govledger log --decision rejected
   govledger log --agent domain-05-product --since 2026-11-01T00:00:00Z
-  govledger log --code HASH_MISMATCH --output json | jq .seq`,
+  govledger log --code HASH_MISMATCH --output json | jq .seq
+  govledger log --server http://127.0.0.1:8080 --decision rejected
+` + remoteHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "source or target agent"},
 			&cli.StringFlag{Name: "decision", Usage: "accepted or rejected"},
@@ -56,6 +58,7 @@ Examples:
 			&cli.BoolFlag{Name: "reverse", Usage: "oldest first"},
 			&cli.Uint64Flag{Name: "before", Usage: "only entries with a lower seq (the cursor of the next page, newest first)"},
 			&cli.Uint64Flag{Name: "after", Usage: "only entries with a higher seq (the cursor of the next page with --reverse)"},
+			serverFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -74,6 +77,12 @@ Examples:
 			}
 			if c.IsSet("before") && c.Uint64("before") == 0 {
 				return usageErr("--before 0: no entry has a lower seq; want a seq of 1 or more")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteLog(c, g, cl)
 			}
 			l, err := openLedgerRO(g)
 			if err != nil {

@@ -279,12 +279,23 @@ Examples:
   govledger record handoff.json
   govledger --db audit.db record handoffs/*.json
   govledger record --idempotency-key run-42/step-3 handoff.json
-  agent-runner | govledger record --wait 1m -`,
+  agent-runner | govledger record --wait 1m -
+  GOVLEDGER_TOKEN=... govledger record --server http://127.0.0.1:8080 handoff.json
+` + remoteHelp + `
+With --server, the decision settings (--strict, --max-age, --max-payload,
+--root) are the server's and the submitter is the token's principal.`,
 		Flags: append(decisionFlags(),
 			&cli.StringFlag{Name: "idempotency-key", Usage: "retry key of the one document: a retry returns the first decision and appends nothing"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait this long for a ledger another process holds (default: $GOVLEDGER_WAIT, else 5s)"},
+			serverFlag(),
 		),
 		Action: func(c *cli.Context) error {
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteRecord(c, g, cl)
+			}
 			return decideFiles(c, g, true)
 		},
 	}
@@ -338,10 +349,17 @@ func errBusy(g *globals, wait time.Duration, written string) error {
 // another process to release it.
 func openLedgerWait(g *globals, wait time.Duration, written string) (*ledger.Ledger, error) {
 	timeout := wait
+	held := liveSidecar(g.db) // a running serve holds it: say so at once
+	if held != nil {
+		timeout = min(heldProbe, timeout)
+	}
 	if timeout == 0 {
 		timeout = time.Nanosecond // one try; 0 would mean the default
 	}
 	l, err := bolt.Open(g.db, &bolt.Options{Timeout: timeout, Origin: g.origin, Now: g.clock()})
+	if held != nil && errors.Is(err, ledger.ErrLocked) {
+		return nil, heldError(g.db, held)
+	}
 	if errors.Is(err, ledger.ErrLocked) {
 		return nil, errBusy(g, wait, written)
 	}

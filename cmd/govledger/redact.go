@@ -42,9 +42,10 @@ Examples:
 			if err != nil || seq == 0 {
 				return usageErr("redact: SEQ %q is not a positive integer", c.Args().First())
 			}
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			wait, held := g.openWait()
+			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: wait, Now: g.clock()})
 			if err != nil {
-				return ledgerErr(g.db, err)
+				return openFailed(g, held, err)
 			}
 			if err := checkOrigin(g, l); err != nil {
 				return err

@@ -233,6 +233,13 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if tc != nil {
 		scheme = "https"
 	}
+	// Before "listening": a command that finds the ledger locked from
+	// then on can name the server.
+	removeSidecar, err := writeSidecar(g.db, scheme+"://"+ln.Addr().String())
+	if err != nil {
+		return internalErr(err)
+	}
+	defer removeSidecar()
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
 		"db", g.db, "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
