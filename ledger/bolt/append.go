@@ -69,6 +69,11 @@ func (d *Driver) setLast(h headTime) {
 	d.hmu.Unlock()
 }
 
+// appendFill is the fill of buckets whose keys grow (entries, tree tiles,
+// idx_time, idx_decision): bbolt splits a page at this fraction, and a page left behind
+// is never written again, so filling it whole wastes nothing.
+const appendFill = 1.0
+
 // writer stores one batch inside a write transaction.
 type writer struct {
 	d                                *Driver
@@ -121,6 +126,7 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ledger.ErrCorrupt, k, seq)
 	}
 	w.seq = seq
+	w.entries.FillPercent, w.tree.FillPercent = appendFill, appendFill
 	if w.indexed, err = readIndexed(w.meta, seq); err != nil {
 		return nil, err
 	}
@@ -272,6 +278,13 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 		keys := perBucket[string(name)]
 		slices.SortFunc(keys, bytes.Compare)
 		b := w.tx.Bucket(name)
+		if bytes.Equal(name, bucketIdxTime) || bytes.Equal(name, bucketIdxDecide) {
+			// Keys are a time, or one of a few decisions || seq: each
+			// flush appends at the end (of a decision's run). Indexes
+			// with many prefixes keep bbolt's half-full split, which
+			// leaves room for the next flush's keys in each page.
+			b.FillPercent = appendFill
+		}
 		for _, k := range keys {
 			if err := b.Put(k, []byte{}); err != nil {
 				return err

@@ -246,6 +246,11 @@ func emptyErr(path string, o *Options) error {
 	return fmt.Errorf("ledger %s: %w; remove it to create a new ledger", path, ledger.ErrEmptyFile)
 }
 
+// pageSize is the page size of a new file. Entries, payloads and tree
+// tiles are appended in key order and packed full (appendFill), so larger
+// pages waste less of each page on a value that does not fit.
+const pageSize = 16 << 10
+
 // initialMmapSize is the memory map of a file (address space, not
 // memory): a commit that grows the file past the map must wait for every
 // open read transaction, so a large map keeps views from holding up
@@ -342,7 +347,7 @@ func create(path string, o *Options) error {
 	rand.Read(rb[:])
 	tmp := fmt.Sprintf("%s.tmp-%s", path, hex.EncodeToString(rb[:]))
 	defer os.Remove(tmp)
-	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.Timeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.Timeout, PageSize: pageSize, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		return os.OpenFile(name, flag|os.O_EXCL, perm)
 	}})
 	if err != nil {

@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"context"
 	"flag"
+	"os"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -76,7 +77,7 @@ func BenchmarkDiskPerEntry(b *testing.B) {
 		const payload = 1448
 		b.ReportMetric(float64(inUse)/float64(head)-payload, "B-over-payload/entry")
 		b.ReportMetric(float64(size)/float64(head)-payload, "file-B-over-payload/entry")
-		b.Logf("%d entries: %d bytes in use, file %d bytes\n%s", head, inUse, size, buckets)
+		fmt.Fprintf(os.Stderr, "%d entries: %d bytes in use, file %d bytes\n%s\n", head, inUse, size, buckets)
 		l.Close()
 	}
 }
