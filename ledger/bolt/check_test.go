@@ -103,7 +103,9 @@ func TestCheckFindsTampering(t *testing.T) {
 			return ledgertest.InsertKey(p, "blocked", []byte("never-blocked"), ledgertest.SeqKey(head-3))
 		}, ledger.FindBlocked},
 		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
-		{"deleted-tree-tile", func(p string) error { return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...)) }, ledger.FindTreeHash},
+		{"deleted-tree-tile", func(p string) error {
+			return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...))
+		}, ledger.FindTreeHash},
 		{"edited-tree-tile", func(p string) error {
 			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), make([]byte, 32*head))
 		}, ledger.FindTreeHash},

@@ -3,8 +3,8 @@ package bolt_test
 import (
 	"context"
 	"flag"
-	"os"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"

@@ -178,7 +178,9 @@ func TestUpgradeRefusesABadTree(t *testing.T) {
 	}{
 		{"edited", func(p string) error { return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(17), make([]byte, 32)) }},
 		{"deleted", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(3)) }},
-		{"extra", func(p string) error { return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(5000), make([]byte, 32)) }},
+		{"extra", func(p string) error {
+			return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(5000), make([]byte, 32))
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := ledgertest.CopyFile(t, l.Path())
