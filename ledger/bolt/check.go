@@ -538,7 +538,8 @@ func (c *checker) checkBlobs() {
 // checkTiles compares the tiles bucket with the tiles of the stored hashes
 // recomputed from the entries: each tile holds exactly the hashes of its
 // level that the tree of c.n leaves has, and no other key is present. A
-// finding names the first entry the tile covers.
+// finding names the first entry under the first hash that differs (for a
+// missing tile, the first entry the tile covers).
 func (c *checker) checkTiles(b *bolt.Bucket) {
 	want := map[string][]byte{}
 	count := tlog.StoredHashCount(c.n)
@@ -564,7 +565,16 @@ func (c *checker) checkTiles(b *bolt.Bucket) {
 		case !ok:
 			c.add(0, ledger.FindTreeExtra, fmt.Sprintf("%d stored hashes", count), fmt.Sprintf("tile %x", k))
 		case !bytes.Equal(v, w):
-			c.add(first(k), ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
+			// Name the entry under the first hash that differs.
+			i := 0
+			for i < len(v) && i < len(w) && v[i] == w[i] {
+				i++
+			}
+			at := first(k)
+			if at > 0 {
+				at += uint64(i/tlog.HashSize) << (tileHeight * uint64(k[0]))
+			}
+			c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
 		}
 		return nil
 	})
