@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -242,6 +243,11 @@ func (l *Ledger) commit(batch []*pending) {
 		if attempt == l.maxRetries {
 			err = fmt.Errorf("%w: %d retries spent", err, l.maxRetries)
 			break
+		}
+		if attempt >= 2 {
+			// Writers that keep colliding move in lockstep: a short
+			// random pause lets one of them through.
+			time.Sleep(rand.N(time.Duration(min(attempt, 20)) * time.Millisecond))
 		}
 	}
 	switch {
