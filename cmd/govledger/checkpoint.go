@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func checkpointCommand(g *globals) *cli.Command {
@@ -119,11 +119,8 @@ Examples:
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			l, err := openDB(c.Context, g, openExisting)
 			if err != nil {
-				return ledgerErr(g.db, err)
-			}
-			if err := checkOrigin(g, l); err != nil {
 				return err
 			}
 			defer l.Close()
@@ -219,14 +216,7 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
-	if err != nil {
-		return nil, ledgerErr(g.db, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openReadOnly)
 }
 
 // loadSigner loads a signer key file; OpenSSH keys are named keyName or,

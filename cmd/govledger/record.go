@@ -12,6 +12,7 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -221,14 +222,20 @@ Examples:
 // AGENT_BLOCKED exactly as record would; without a ledger those checks
 // have nothing to compare against.
 func validateWithState(g *globals, cfg *govern.Config, name string, p *govern.Payload) (*govern.Outcome, error) {
-	if _, err := os.Stat(g.db); err != nil {
+	stateless := func() (*govern.Outcome, error) {
 		o, err := govern.Validate(cfg, name, p, nil)
 		if err != nil {
 			return nil, inputErr(err)
 		}
 		return o, nil
 	}
+	if _, err := os.Stat(g.db); err != nil && !postgres.IsDSN(g.db) {
+		return stateless()
+	}
 	l, err := openLedgerRO(g)
+	if errors.Is(err, ledger.ErrNotExist) && postgres.IsDSN(g.db) {
+		return stateless()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +248,7 @@ func validateWithState(g *globals, cfg *govern.Config, name string, p *govern.Pa
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrCorrupt) {
-			return nil, ledgerErr(g.db, err)
+			return nil, ledgerErr(g.dbName(), err)
 		}
 		return nil, inputErr(err)
 	}
