@@ -243,6 +243,7 @@ func commands(g *globals) []*cli.Command {
 		showCommand(g),
 		traceCommand(g),
 		exportCommand(g),
+		copyCommand(g),
 		statsCommand(g),
 		unblockCommand(g),
 		blocksCommand(g),

@@ -29,24 +29,9 @@ const pgOpenWait = 30 * time.Second
 // its ledger here, so both drivers serve every command. Errors are
 // classified (ledgerErr) and never show a password.
 func openDB(ctx context.Context, g *globals, mode openMode) (*ledger.Ledger, error) {
-	var l *ledger.Ledger
-	var err error
-	if postgres.IsDSN(g.db) {
-		l, err = openPostgres(ctx, g, mode)
-	} else {
-		o := &bolt.Options{Timeout: g.openTimeout(), Now: g.clock()}
-		switch mode {
-		case openCreate:
-			o.Origin = g.origin
-		case openExisting:
-			o.NoCreate = true
-		case openReadOnly:
-			o.ReadOnly, o.NoCreate, o.CheckPages = true, true, true
-		}
-		l, err = bolt.Open(g.db, o)
-	}
+	l, err := openAt(ctx, g, g.db, mode, g.origin)
 	if err != nil {
-		return nil, ledgerErr(g.dbName(), err)
+		return nil, err
 	}
 	if err := checkOrigin(g, l); err != nil {
 		return nil, err
@@ -54,7 +39,32 @@ func openDB(ctx context.Context, g *globals, mode openMode) (*ledger.Ledger, err
 	return l, nil
 }
 
-func openPostgres(ctx context.Context, g *globals, mode openMode) (*ledger.Ledger, error) {
+// openAt opens the ledger db names (a bbolt path or a PostgreSQL URL);
+// origin names it if this creates it.
+func openAt(ctx context.Context, g *globals, db string, mode openMode, origin string) (*ledger.Ledger, error) {
+	var l *ledger.Ledger
+	var err error
+	if postgres.IsDSN(db) {
+		l, err = openPostgres(ctx, g, db, mode, origin)
+	} else {
+		o := &bolt.Options{Timeout: g.openTimeout(), Now: g.clock()}
+		switch mode {
+		case openCreate:
+			o.Origin = origin
+		case openExisting:
+			o.NoCreate = true
+		case openReadOnly:
+			o.ReadOnly, o.NoCreate, o.CheckPages = true, true, true
+		}
+		l, err = bolt.Open(db, o)
+	}
+	if err != nil {
+		return nil, ledgerErr(dbName(db), err)
+	}
+	return l, nil
+}
+
+func openPostgres(ctx context.Context, g *globals, dsn string, mode openMode, origin string) (*ledger.Ledger, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -63,16 +73,16 @@ func openPostgres(ctx context.Context, g *globals, mode openMode) (*ledger.Ledge
 	o := &postgres.Options{Now: g.clock()}
 	switch mode {
 	case openCreate:
-		o.Origin = g.origin
+		o.Origin = origin
 	case openExisting:
 		o.NoCreate = true
 	case openReadOnly:
 		o.ReadOnly = true
 	}
-	d, err := postgres.Open(ctx, g.db, o)
+	d, err := postgres.Open(ctx, dsn, o)
 	if err != nil {
 		if errors.Is(err, postgres.ErrUnavailable) {
-			err = fmt.Errorf("cannot reach the database server %s: %w", postgres.HostPort(g.db), err)
+			err = fmt.Errorf("cannot reach the database server %s: %w", postgres.HostPort(dsn), err)
 		}
 		return nil, err
 	}
@@ -85,9 +95,13 @@ func openPostgres(ctx context.Context, g *globals, mode openMode) (*ledger.Ledge
 
 // dbName is --db as messages show it: a PostgreSQL URL without its
 // password.
-func (g *globals) dbName() string {
-	if postgres.IsDSN(g.db) {
-		return postgres.Redact(g.db)
+func (g *globals) dbName() string { return dbName(g.db) }
+
+// dbName names a ledger in messages: a PostgreSQL URL without its
+// password, a bbolt path as it is.
+func dbName(db string) string {
+	if postgres.IsDSN(db) {
+		return postgres.Redact(db)
 	}
-	return g.db
+	return db
 }
