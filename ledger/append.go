@@ -78,6 +78,9 @@ type State interface {
 	// InForce returns the content hashes of the snapshots in force; ok is
 	// false until both a manifest and a lock snapshot were recorded.
 	InForce() (manifest, lock entry.Hash, ok bool)
+	// KeyInForce returns the checkpoint verifier key the last key
+	// rotation brought into force ("" before the first).
+	KeyInForce() string
 }
 
 // Result lists what an Append wrote: snapshot entries first, then the
@@ -247,8 +250,10 @@ func (l *Ledger) commit(batch []*pending) {
 			l.commits.Add(1)
 			l.entries.Add(uint64(len(b.Entries)))
 		}
-	case errors.Is(err, ErrConflict):
-		// Nothing stored; the ledger stays writable.
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrUnavailable):
+		// Nothing stored, or the store (not this process) knows whether it
+		// was: the next batch is built on the head actually stored, so the
+		// ledger stays writable.
 	default:
 		var f *fatalError
 		if !errors.As(err, &f) || errors.Is(err, ErrCorrupt) {

@@ -17,6 +17,20 @@ import (
 // and retries.
 var ErrConflict = errors.New("ledger: head moved (compare-and-append conflict)")
 
+// ErrUnavailable is wrapped by a Driver error caused by the store being out
+// of reach (a lost connection, a database restarting or refusing
+// connections), not by anything wrong with the ledger. An Append that
+// returns it stored nothing, unless the error also wraps ErrOutcomeUnknown.
+// Either way the core stays writable: its next batch is built on the head
+// actually stored, so the chain cannot fork; a server answers 503 and the
+// client retries (with its idempotency key, so a batch that did land is
+// not appended twice).
+var ErrUnavailable = errors.New("ledger: store unavailable")
+
+// ErrOutcomeUnknown is wrapped by an Append error when the batch was sent
+// but the driver could not learn whether it was stored.
+var ErrOutcomeUnknown = errors.New("ledger: commit outcome unknown")
+
 // A Driver stores one ledger: its canonical entries, the blobs they name
 // (payloads, snapshot bytes), the Merkle tree's stored hashes, the derived
 // tables the state fold reads (entry.Tables) and whatever indexes serve
@@ -104,9 +118,12 @@ type Batch struct {
 	// the same length. They are removed after Blobs are stored, and a view
 	// then answers ErrRedacted for them (until a later batch stores the
 	// same bytes again). After Append returns, their bytes must not be
-	// recoverable from the storage: not from the live data, and not from
-	// freed pages or dead rows the storage keeps (bbolt rewrites the file;
-	// PostgreSQL vacuums).
+	// readable through any new view, and the driver removes them from
+	// freed pages or dead rows as soon as no older view can still read
+	// them: bbolt rewrites the file when its last older view closes;
+	// PostgreSQL vacuums once no older snapshot remains on any replica.
+	// What the storage copied elsewhere (write-ahead log, backups,
+	// standbys) is outside a driver's reach; each driver documents it.
 	Erase []entry.Hash
 	// Hashes are the tree's new stored hashes, in tlog storage order,
 	// starting at index tlog.StoredHashIndex(0, int64(At.Seq)).

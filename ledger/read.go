@@ -190,11 +190,17 @@ func (q *Query) Cut(seqs []uint64) []uint64 {
 // payload was never stored) or ErrRedacted (already removed), plus the
 // errors of Append.
 func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, error) {
+	return l.RedactAs(ctx, seq, note, "")
+}
+
+// RedactAs is Redact recording submitter (the operator who asked; "" for
+// none) as the redaction entry's submitter.
+func (l *Ledger) RedactAs(ctx context.Context, seq uint64, note, submitter string) (*Result, error) {
 	return l.Append(ctx, &Request{redact: true, Build: func(st State, e *entry.Entry) error {
 		if seq == 0 || seq >= e.Seq {
 			return fmt.Errorf("seq %d: %w", seq, ErrNotFound)
 		}
-		e.Kind, e.RedactedSeq, e.Note = entry.KindRedaction, seq, note
+		e.Kind, e.RedactedSeq, e.Note, e.Submitter = entry.KindRedaction, seq, note, submitter
 		return nil
 	}})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -10,7 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/govledger/govledger/checkpoint"
-	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -111,6 +112,7 @@ Examples:
 			&cli.StringFlag{Name: "new-key", Usage: "verifier key (file or literal) that signs from now on", Destination: &newKey},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for ssh-ed25519 keys (default: the ledger origin)", Destination: &keyName},
 			&cli.StringFlag{Name: "reason", Usage: "why the key changes (recorded in the entry)", Destination: &why},
+			asFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -152,28 +154,12 @@ Examples:
 					return usageErr("checkpoint rotate: old and new keys are the same")
 				}
 			}
-			// The chain of rotations must not fork: --old-key names the key
-			// the last rotation brought into force (any key for the first).
-			inForce, at, err := keyInForce(c, l)
-			if err != nil {
-				return err
-			}
-			switch {
-			case inForce != "" && oldV == "":
-				return usageErr("checkpoint rotate: --old-key is required: %s is in force since seq %d", inForce, at)
-			case inForce != "" && oldV != inForce:
-				return usageErr("checkpoint rotate: --old-key %s is not the key in force (%s, since seq %d)", oldV, inForce, at)
-			case inForce == newV:
-				return usageErr("checkpoint rotate: %s is already in force (since seq %d)", newV, at)
-			}
-			res, err := l.Append(c.Context, &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
-				e.Kind, e.OldKey, e.NewKey, e.Note = entry.KindKeyRotation, oldV, newV, why
-				return nil
-			}})
-			if err != nil {
+			a, err := govern.RotateKey(c.Context, l, oldV, newV, why, submitter(c, g))
+			if errors.Is(err, govern.ErrKeyRotation) {
+				return usageErr("checkpoint rotate: %s", strings.TrimPrefix(err.Error(), govern.ErrKeyRotation.Error()+": "))
+			} else if err != nil {
 				return internalErr(err)
 			}
-			a := res.Last()
 			out := rotateResult{Schema: "govledger.checkpoint-rotate/v1", Seq: a.Entry.Seq, Hash: a.Hash.String(), OldKey: oldV, NewKey: newV, Reason: why}
 			if g.output == "json" {
 				return writeJSON(g.stdout, out)
@@ -182,27 +168,6 @@ Examples:
 			return nil
 		},
 	}
-}
-
-// keyInForce returns the new_key of the ledger's last key_rotation entry
-// and its seq ("" and 0 when there is none).
-func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
-	var key string
-	var at uint64
-	err := l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
-		e, err := entry.Decode(raw)
-		if err != nil {
-			return ledgerReadErr(seq, err)
-		}
-		if e.Kind == entry.KindKeyRotation {
-			key, at = e.NewKey, seq
-		}
-		return nil
-	})
-	if err != nil {
-		return "", 0, ledgerReadErr(0, err)
-	}
-	return key, at, nil
 }
 
 type rotateResult struct {

@@ -267,7 +267,7 @@ func TestCompletionCandidates(t *testing.T) {
 		want []string
 	}{
 		{[]string{""}, []string{"lock", "validate", "record", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
-			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "completion"}},
+			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
 		{[]string{"ver"}, []string{"verify", "verify-proof"}},
 		{[]string{"--o"}, []string{"--output", "--origin"}},
 		{[]string{"verify"}, []string{"verify"}},

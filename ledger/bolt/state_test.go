@@ -332,3 +332,68 @@ func (f *failAfter) Append(ctx context.Context, b *ledger.Batch) error {
 	}
 	return f.err
 }
+
+// TestUnavailableCommit: a driver error wrapping ErrUnavailable fails the
+// batch without poisoning the ledger. Whether the batch landed (here it
+// did, with ErrOutcomeUnknown) or not, the next commit is built on the
+// head actually stored: the chain stays whole and nothing is lost.
+func TestUnavailableCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stored bool // the driver stored the batch before failing
+		err    error
+	}{
+		{"nothing stored", false, fmt.Errorf("connection refused: %w", ledger.ErrUnavailable)},
+		{"outcome unknown", true, fmt.Errorf("%w: %w: connection reset", ledger.ErrOutcomeUnknown, ledger.ErrUnavailable)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "l.db")
+			d, err := bolt.OpenDriver(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fd := &unavailable{Driver: d}
+			l, err := ledger.New(fd, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.AppendHandoff(t, l, handoff(0))
+			before, _, _ := l.Head()
+			fd.err, fd.store = tc.err, tc.stored
+			if _, err := l.Append(context.Background(), handoff(1).Build()); !errors.Is(err, ledger.ErrUnavailable) {
+				t.Fatalf("Append = %v, want ErrUnavailable", err)
+			}
+			fd.err = nil
+			res, err := l.Append(context.Background(), handoff(2).Build())
+			if err != nil {
+				t.Fatalf("Append after an unavailable store = %v, want success", err)
+			}
+			want := before + 1
+			if tc.stored {
+				want++
+			}
+			if got := res.Last().Entry.Seq; got != want {
+				t.Errorf("next entry seq %d, want %d (built on the head actually stored)", got, want)
+			}
+			l.Close()
+			ledgertest.MustCheck(t, path)
+		})
+	}
+}
+
+// unavailable fails Append with err (when set), after storing the batch
+// if store is set.
+type unavailable struct {
+	*bolt.Driver
+	err   error
+	store bool
+}
+
+func (u *unavailable) Append(ctx context.Context, b *ledger.Batch) error {
+	if u.err == nil || u.store {
+		if err := u.Driver.Append(ctx, b); err != nil {
+			return err
+		}
+	}
+	return u.err
+}

@@ -39,3 +39,25 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+// TestRunServerSmall runs "govledger bench --server" on a few documents of
+// each format: every HTTP submission must be answered 201 accepted
+// (RunServer fails otherwise) and every figure must be measured.
+func TestRunServerSmall(t *testing.T) {
+	for _, f := range handoff.Formats {
+		t.Run(string(f), func(t *testing.T) {
+			res, err := bench.RunServer(context.Background(), bench.ServerOptions{N: 16, Clients: []int{1, 4}, Format: f, Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Runs) != 2 || res.Runs[1].Clients != 4 {
+				t.Fatalf("runs %+v, want 1 and 4 clients", res.Runs)
+			}
+			for _, r := range res.Runs {
+				if r.HTTPPerSec <= 0 || r.RecordPerSec <= 0 || r.RawBboltPerSec <= 0 || r.HTTPP50Ms <= 0 || r.HTTPP99Ms < r.HTTPP50Ms || r.HTTPVsRecord <= 0 {
+					t.Errorf("run %+v: a figure is missing", r)
+				}
+			}
+		})
+	}
+}
