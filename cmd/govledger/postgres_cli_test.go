@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/ledger/postgres/pgtest"
 )
@@ -186,5 +187,86 @@ func TestCopyCLI(t *testing.T) {
 	// Nothing was written by the refusals.
 	if out := e.mustDB(dsn, 0, "verify"); !strings.Contains(out, fmt.Sprintf("%d entries verified", res.Entries)) {
 		t.Errorf("after the refused copy: %s", out)
+	}
+}
+
+// TestPostgresTamperCLI: the database administrator is the attacker.
+// Rows rewritten in SQL (an entry's bytes, a tree hash, a blocked or an
+// accepted row, a payload) are named by verify; rows deleted at the tail
+// with the head row moved back pass the chain alone and are caught against
+// a signed checkpoint kept elsewhere.
+func TestPostgresTamperCLI(t *testing.T) {
+	e := newCLIEnv(t)
+	dsn, db := pgDB(t)
+	srv := pgtest.Shared(t)
+	psql := func(sql string) {
+		t.Helper()
+		if out, err := srv.Psql(db, sql); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	e.mustDB(dsn, 0, "lock")
+	e.mustDB(dsn, 0, "keygen", "--out", filepath.Join(e.dir, "k"), "govledger.test/cli")
+	e.history(dsn)
+	cp := filepath.Join(e.dir, "cp.txt")
+	e.mustDB(dsn, 0, "checkpoint", "--key", filepath.Join(e.dir, "k.key"), "--out", cp)
+	var save, restore string
+	for _, tb := range []string{"head", "entries", "blobs", "redacted", "tree", "accepted", "idempotency", "blocked"} {
+		save += fmt.Sprintf("CREATE TABLE saved.%[1]s AS TABLE govledger.%[1]s;\n", tb)
+		restore += fmt.Sprintf("TRUNCATE govledger.%[1]s; INSERT INTO govledger.%[1]s SELECT * FROM saved.%[1]s;\n", tb)
+	}
+	psql("CREATE SCHEMA saved;\n" + save)
+	type finding struct {
+		Seq  uint64 `json:"seq"`
+		Kind string `json:"kind"`
+	}
+	for _, tc := range []struct {
+		name, sql string
+		want      finding
+	}{
+		{"entry bytes", `UPDATE govledger.entries SET raw = convert_to(replace(convert_from(raw, 'UTF8'), '"domain-03-technical"', '"domain-03-technicaX"'), 'UTF8') WHERE seq = 11`, finding{11, "hash"}},
+		{"tree hash", `UPDATE govledger.tree SET hash = sha256(hash) WHERE idx = 7`, finding{5, "tree"}},
+		{"blocked row", `INSERT INTO govledger.blocked VALUES (sha256('domain-05-product'), 'domain-05-product', 3)`, finding{3, "index"}},
+		{"accepted row", `UPDATE govledger.accepted SET seq = 4 WHERE seq = 3`, finding{3, "index"}},
+		{"payload", `UPDATE govledger.blobs SET bytes = convert_to(replace(convert_from(bytes, 'UTF8'), 'security', 'SECURITY'), 'UTF8') WHERE bytes LIKE '%security%'::bytea`, finding{4, "payload"}},
+		{"entry deleted", `DELETE FROM govledger.entries WHERE seq = 6`, finding{6, "corrupt"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			psql(tc.sql)
+			defer psql(restore)
+			code, out, stderr := e.runDB(dsn, "--output", "json", "verify")
+			var res struct {
+				OK       bool      `json:"ok"`
+				Findings []finding `json:"findings"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || res.OK {
+				t.Fatalf("verify: exit %d, %v\n%s%s", code, err, out, stderr)
+			}
+			for _, f := range res.Findings {
+				if f.Kind == tc.want.Kind && (tc.want.Seq == 0 || f.Seq == tc.want.Seq) {
+					return
+				}
+			}
+			t.Fatalf("findings %+v; want %+v", res.Findings, tc.want)
+		})
+	}
+	e.mustDB(dsn, 0, "verify")
+	// The tail cut off after the redaction (seq 12; a cut before it would
+	// leave a payload missing that no redaction explains), with every
+	// table made to agree: a consistent, shorter ledger.
+	psql(`DELETE FROM govledger.entries WHERE seq > 12;
+DELETE FROM govledger.tree WHERE idx >= ` + fmt.Sprint(tlog.StoredHashIndex(0, 12)) + `;
+DELETE FROM govledger.accepted WHERE seq > 12; DELETE FROM govledger.idempotency WHERE seq > 12;
+DELETE FROM govledger.blocked WHERE seq > 12; DELETE FROM govledger.redacted WHERE seq > 12;
+DELETE FROM govledger.blobs WHERE encode(sha256, 'hex') NOT IN (SELECT coalesce(j->>'payload_sha256', j->>'content_sha256')
+  FROM (SELECT convert_from(raw, 'UTF8')::json AS j FROM govledger.entries) x WHERE coalesce(j->>'payload_sha256', j->>'content_sha256') IS NOT NULL);
+UPDATE govledger.head SET seq = 12, hash = e.hash, time_s = e.time_s, time_ns = e.time_ns, key = ''
+  FROM govledger.entries e WHERE e.seq = 12;`)
+	if out := e.mustDB(dsn, 0, "verify"); !strings.Contains(out, "12 entries verified") {
+		t.Fatalf("verify of the cut ledger: %s", out)
+	}
+	out := e.mustDB(dsn, 1, "verify", "--checkpoint", cp, "--key", filepath.Join(e.dir, "k.pub"))
+	if !strings.Contains(out, "checkpoint: FAILED") {
+		t.Fatalf("verify --checkpoint of the cut ledger:\n%s", out)
 	}
 }
