@@ -207,4 +207,3 @@ func TestTwoCores(t *testing.T) {
 	}
 	t.Logf("%d entries, %d compare-and-append conflicts between the two cores", len(es), conflicts)
 }
-
