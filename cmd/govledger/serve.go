@@ -231,7 +231,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		scheme = "https"
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
-		"db", g.db, "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
+		"db", g.dbName(), "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
 	if tc != nil {
 		err = srv.ServeTLS(ctx, ln, tc)
