@@ -154,7 +154,11 @@ Examples:
 					return usageErr("checkpoint rotate: old and new keys are the same")
 				}
 			}
-			a, err := govern.RotateKey(c.Context, l, oldV, newV, why, submitter(c, g))
+			as, err := submitter(c, g)
+			if err != nil {
+				return err
+			}
+			a, err := govern.RotateKey(c.Context, l, oldV, newV, why, as)
 			if errors.Is(err, govern.ErrKeyRotation) {
 				return usageErr("checkpoint rotate: %s", strings.TrimPrefix(err.Error(), govern.ErrKeyRotation.Error()+": "))
 			} else if err != nil {

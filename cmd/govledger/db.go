@@ -47,7 +47,12 @@ func openAt(ctx context.Context, g *globals, db string, mode openMode, origin st
 	if postgres.IsDSN(db) {
 		l, err = openPostgres(ctx, g, db, mode, origin)
 	} else {
+		// A running serve holds the file: say so at once (servefile.go).
+		held := liveSidecar(db)
 		o := &bolt.Options{Timeout: g.openTimeout(), Now: g.clock()}
+		if held != nil {
+			o.Timeout = min(heldProbe, o.Timeout)
+		}
 		switch mode {
 		case openCreate:
 			o.Origin = origin
@@ -57,6 +62,9 @@ func openAt(ctx context.Context, g *globals, db string, mode openMode, origin st
 			o.ReadOnly, o.NoCreate, o.CheckPages = true, true, true
 		}
 		l, err = bolt.Open(db, o)
+		if held != nil && errors.Is(err, ledger.ErrLocked) {
+			return nil, heldError(db, held)
+		}
 	}
 	if err != nil {
 		return nil, ledgerErr(dbName(db), err)

@@ -44,7 +44,10 @@ Examples:
 			if note == "" {
 				return usageErr("unblock: --reason is required: why the block may be lifted")
 			}
-			as := submitter(c, g)
+			as, err := submitter(c, g)
+			if err != nil {
+				return err
+			}
 			l, err := openLedger(g)
 			if err != nil {
 				return err

@@ -448,10 +448,16 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Kind != entry.KindHandoff || e.PayloadSHA256 == nil {
+	// A handoff's document, or a snapshot's content (the manifest or lock
+	// it put in force), as "govledger show" prints them.
+	sum := e.PayloadSHA256
+	if e.Kind == entry.KindSnapshot {
+		sum = e.ContentSHA256
+	}
+	if sum == nil || (e.Kind != entry.KindHandoff && e.Kind != entry.KindSnapshot) {
 		return nil, fmt.Errorf("%w: entry %d is a %s entry, without a payload", server.ErrNotFound, seq, e.Kind)
 	}
-	data, err := b.l.Blob(*e.PayloadSHA256)
+	data, err := b.l.Blob(*sum)
 	switch {
 	case errors.Is(err, ledger.ErrRedacted):
 		return nil, fmt.Errorf("%w: the payload of entry %d was redacted", server.ErrRedacted, seq)
