@@ -65,7 +65,7 @@ Examples:
 			defer l.Close()
 			bs, err := l.Blocks()
 			if err != nil {
-				return ledgerErr(g.db, err)
+				return ledgerErr(g.dbName(), err)
 			}
 			rep := &blocksReport{Schema: "govledger.blocks/v1", Blocks: []blockView{}}
 			for _, b := range bs {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,7 +13,6 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func checkpointCommand(g *globals) *cli.Command {
@@ -121,12 +121,8 @@ Examples:
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			wait, held := g.openWait()
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: wait, Now: g.clock()})
+			l, err := openDB(c.Context, g, openExisting)
 			if err != nil {
-				return openFailed(g, held, err)
-			}
-			if err := checkOrigin(g, l); err != nil {
 				return err
 			}
 			defer l.Close()
@@ -189,15 +185,7 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	wait, held := g.openWait()
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: wait, CheckPages: true})
-	if err != nil {
-		return nil, openFailed(g, held, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openReadOnly)
 }
 
 // loadSigner loads a signer key file; OpenSSH keys are named keyName or,

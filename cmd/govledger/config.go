@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +17,6 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -146,15 +146,7 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	wait, held := g.openWait()
-	l, err := bolt.Open(g.db, &bolt.Options{Timeout: wait, Origin: g.origin, Now: g.clock()})
-	if err != nil {
-		return nil, openFailed(g, held, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openCreate)
 }
 
 // clock returns the ledger clock: time.Now unless a test pinned it.
@@ -172,15 +164,7 @@ func (g *globals) clock() func() time.Time {
 // corruption (exit 1) instead of crashing inside bbolt. The walk reads each
 // page once.
 func openLedgerRO(g *globals) (*ledger.Ledger, error) {
-	wait, held := g.openWait()
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: wait, CheckPages: true})
-	if err != nil {
-		return nil, openFailed(g, held, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openReadOnly)
 }
 
 // readInputs reads each named document ("-" is standard input).

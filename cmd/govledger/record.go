@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/stream"
 )
@@ -348,6 +350,9 @@ func errBusy(g *globals, wait time.Duration, written string) error {
 // openLedgerWait opens the ledger for record, waiting up to wait for
 // another process to release it.
 func openLedgerWait(g *globals, wait time.Duration, written string) (*ledger.Ledger, error) {
+	if postgres.IsDSN(g.db) {
+		return openDB(context.Background(), g, openCreate) // no file lock to wait for
+	}
 	timeout := wait
 	held := liveSidecar(g.db) // a running serve holds it: say so at once
 	if held != nil {
@@ -379,14 +384,20 @@ func openLedgerWait(g *globals, wait time.Duration, written string) (*ledger.Led
 // stream closes it between groups).
 func (d *decider) validate(cfg *govern.Config, name string, p *govern.Payload) (*govern.Outcome, error) {
 	if d.l == nil {
-		if _, err := os.Stat(d.g.db); err != nil {
+		stateless := func() (*govern.Outcome, error) {
 			o, err := govern.Validate(cfg, name, p, nil)
 			if err != nil {
 				return nil, inputErr(err)
 			}
 			return o, nil
 		}
+		if _, err := os.Stat(d.g.db); err != nil && !postgres.IsDSN(d.g.db) {
+			return stateless()
+		}
 		l, err := openLedgerRO(d.g)
+		if errors.Is(err, ledger.ErrNotExist) && postgres.IsDSN(d.g.db) {
+			return stateless() // a database holding no ledger yet
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -400,7 +411,7 @@ func (d *decider) validate(cfg *govern.Config, name string, p *govern.Payload) (
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrCorrupt) {
-			return nil, ledgerErr(d.g.db, err)
+			return nil, ledgerErr(d.g.dbName(), err)
 		}
 		return nil, inputErr(err)
 	}

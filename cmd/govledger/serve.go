@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
@@ -235,13 +236,15 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	}
 	// Before "listening": a command that finds the ledger locked from
 	// then on can name the server.
-	removeSidecar, err := writeSidecar(g.db, scheme+"://"+ln.Addr().String())
-	if err != nil {
-		return internalErr(err)
+	removeSidecar := func() {}
+	if !postgres.IsDSN(g.db) { // a database, not a file: no lock to name the server in
+		if removeSidecar, err = writeSidecar(g.db, scheme+"://"+ln.Addr().String()); err != nil {
+			return internalErr(err)
+		}
 	}
 	defer removeSidecar()
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
-		"db", g.db, "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
+		"db", g.dbName(), "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
 	if tc != nil {
 		err = srv.ServeTLS(ctx, ln, tc)

@@ -21,6 +21,7 @@ import (
 	"github.com/govledger/govledger/internal/atomicfile"
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/postgres"
 )
 
 // serveSidecar is the content of "<db>.serve".
@@ -72,6 +73,9 @@ func readSidecar(db string) *serveSidecar {
 // liveServer returns db's sidecar when the process it names is alive and,
 // where /proc says, a govledger serve; nil otherwise.
 func liveSidecar(db string) *serveSidecar {
+	if postgres.IsDSN(db) {
+		return nil // no file, no lock: replicas share the database
+	}
 	s := readSidecar(db)
 	if s == nil || s.PID == os.Getpid() {
 		return nil

@@ -44,7 +44,7 @@ func statsCommand(g *globals) *cli.Command {
 				return writeJSON(g.stdout, res)
 			}
 			w := g.stdout
-			fmt.Fprintf(w, "ledger %s (origin %s)\nentries %d, head %s\n", g.db, res.Origin, res.Entries, res.Head)
+			fmt.Fprintf(w, "ledger %s (origin %s)\nentries %d, head %s\n", g.dbName(), res.Origin, res.Entries, res.Head)
 			for _, t := range []struct {
 				name string
 				m    map[string]int

@@ -99,7 +99,7 @@ payload:read.`,
 					return lerr
 				}
 				defer l.Close()
-				res.Source = g.db
+				res.Source = g.dbName()
 				head, _, _ := l.Head()
 				prog, done := progress(g, head, "verify")
 				rep, err = verify.Replay(c.Context, verify.LedgerSource(l), verify.Options{

@@ -227,6 +227,14 @@ func (b *Backend) writeErr(err error) error {
 		errors.Is(err, policy.ErrDecisionMismatch), errors.Is(err, policy.ErrInputs):
 		// A Build or validation error fails this request alone.
 		return fmt.Errorf("entry refused by the ledger, nothing written: %w", err)
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
+		// A shared store (PostgreSQL) lost the commit's answer; the core
+		// stays writable: its next batch is built on the head stored.
+		return fmt.Errorf("%w: %v", server.ErrOutcomeUnknown, err)
+	case errors.Is(err, ledger.ErrUnavailable):
+		// The store is out of reach (a database restarting); nothing was
+		// stored and the next request may succeed.
+		return fmt.Errorf("%w: %v; nothing written", server.ErrUnavailable, err)
 	}
 	b.fail(err)
 	return fmt.Errorf("%w: %v", server.ErrOutcomeUnknown, err)
@@ -241,7 +249,7 @@ func readErr(err error) error {
 		return fmt.Errorf("%w: %v", server.ErrRedacted, err)
 	case errors.Is(err, ledger.ErrBadRange):
 		return fmt.Errorf("%w: %v", server.ErrUnprocessable, err)
-	case errors.Is(err, ledger.ErrClosed):
+	case errors.Is(err, ledger.ErrClosed), errors.Is(err, ledger.ErrUnavailable):
 		return fmt.Errorf("%w: %v", server.ErrUnavailable, err)
 	}
 	return err
