@@ -275,7 +275,7 @@ document. It prints one decision per line as each is durable (JSON Lines with
 --output json) and holds the ledger only while it appends what has arrived.
 
 --wait (GOVLEDGER_WAIT) is how long to wait for a ledger another process
-holds (default 5s); past it, "ledger busy — nothing was written", exit 3.
+holds (default 30s, long enough for many writers to take turns); past it, "ledger busy — nothing was written", exit 3.
 
 Examples:
   govledger record handoff.json
@@ -288,7 +288,7 @@ With --server, the decision settings (--strict, --max-age, --max-payload,
 --root) are the server's and the submitter is the token's principal.`,
 		Flags: append(decisionFlags(),
 			&cli.StringFlag{Name: "idempotency-key", Usage: "retry key of the one document: a retry returns the first decision and appends nothing"},
-			&cli.DurationFlag{Name: "wait", Usage: "wait this long for a ledger another process holds (default: $GOVLEDGER_WAIT, else 5s)"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait this long for a ledger another process holds (default: $GOVLEDGER_WAIT, else 30s)"},
 			serverFlag(),
 		),
 		Action: func(c *cli.Context) error {
@@ -320,8 +320,13 @@ func checkIdempotencyKey(from, k string) error {
 	return nil
 }
 
-// recordWait is --wait, else GOVLEDGER_WAIT, else the default wait for
-// a held ledger.
+// recordWaitDefault is how long record waits for a ledger another
+// process holds: long enough that 16 concurrent record processes all take
+// their turn (each holds the ledger for one commit).
+const recordWaitDefault = 30 * time.Second
+
+// recordWait is --wait, else GOVLEDGER_WAIT, else recordWaitDefault (or
+// the shorter wait a test sets for every open).
 func recordWait(c *cli.Context, g *globals) (time.Duration, error) {
 	if c.IsSet("wait") {
 		d := c.Duration("wait")
@@ -337,7 +342,10 @@ func recordWait(c *cli.Context, g *globals) (time.Duration, error) {
 		}
 		return d, nil
 	}
-	return g.openTimeout(), nil
+	if d := g.openTimeout(); d != ledgerWait {
+		return d, nil
+	}
+	return recordWaitDefault, nil
 }
 
 // errBusy is the exit-3 refusal of a ledger another process held for
