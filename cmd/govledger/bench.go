@@ -23,13 +23,17 @@ With --server it measures the service instead: for each number of --clients,
 submitting over loopback HTTP (keep-alive, an Idempotency-Key per document) to
 an in-process govledger serve, beside the direct record path and raw bbolt
 written by as many writers sharing commits (db.Batch), the three taking turns,
-with p50/p99 latency per document.
+with p50/p99 latency per document. --postgres URL adds, for each number of
+clients, HTTP to one and to two in-process replicas sharing a fresh PostgreSQL
+database (created and dropped in the server URL names; the role needs
+CREATEDB), against HTTP to the bbolt server.
 
 Examples:
   govledger bench
   govledger bench --n 5000 --dir /var/lib/govledger/bench
   govledger --output json bench --format swarm/2
-  govledger bench --server --clients 1,8,64`,
+  govledger bench --server --clients 1,8,64
+  govledger bench --server --postgres postgres://bench@127.0.0.1:5432/postgres`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 1000, Usage: "documents per measurement"},
 			&cli.IntFlag{Name: "writers", Value: 8, Usage: "concurrent writers for the group-commit run"},
@@ -37,6 +41,7 @@ Examples:
 			&cli.StringFlag{Name: "dir", Usage: "scratch folder on the disk to measure (default: a temporary folder)"},
 			&cli.BoolFlag{Name: "server", Usage: "measure submitting over HTTP to govledger serve against record and raw bbolt"},
 			&cli.IntSliceFlag{Name: "clients", Value: cli.NewIntSlice(1, 8, 64), Usage: "with --server: numbers of concurrent clients"},
+			&cli.StringFlag{Name: "postgres", Usage: "with --server: a postgres:// URL where the bench may create databases, to measure one and two replicas on PostgreSQL"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -87,7 +92,7 @@ func benchServer(c *cli.Context, g *globals, f handoff.Format) error {
 		}
 	}
 	res, err := bench.RunServer(c.Context, bench.ServerOptions{
-		N: c.Int("n"), Clients: c.IntSlice("clients"), Format: f, Dir: c.String("dir"),
+		N: c.Int("n"), Clients: c.IntSlice("clients"), Format: f, Dir: c.String("dir"), Postgres: c.String("postgres"),
 		Stage: func(s string) { fmt.Fprintf(g.stderr, "bench: %s…\n", s) },
 	})
 	if err != nil {
@@ -102,6 +107,15 @@ func benchServer(c *cli.Context, g *globals, f handoff.Format) error {
 	for _, r := range res.Runs {
 		fmt.Fprintf(w, "%7d %12.0f %12.0f %12.0f %8.2fx %8.2fx %6.2f/%6.2fms %6.2f/%6.2fms\n", r.Clients, r.RawBboltPerSec, r.RecordPerSec,
 			r.HTTPPerSec, r.HTTPVsRecord, r.HTTPVsRawBbolt, r.RecordP50Ms, r.RecordP99Ms, r.HTTPP50Ms, r.HTTPP99Ms)
+	}
+	if c.String("postgres") == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "\nHTTP to servers on one PostgreSQL database, against HTTP to the bbolt server (goal: 2 replicas >= 0.5x at 64 clients)\n")
+	fmt.Fprintf(w, "%7s %12s %12s %10s %12s %10s %15s\n", "clients", "bbolt HTTP/s", "PG 1 rep/s", "1 rep/bb", "PG 2 reps/s", "2 reps/bb", "2 reps p50/p99")
+	for _, r := range res.Runs {
+		fmt.Fprintf(w, "%7d %12.0f %12.0f %9.2fx %12.0f %9.2fx %6.2f/%6.2fms\n", r.Clients, r.HTTPPerSec, r.PG1PerSec, r.PG1VsBbolt,
+			r.PG2PerSec, r.PG2VsBbolt, r.PG2P50Ms, r.PG2P99Ms)
 	}
 	return nil
 }

@@ -22,8 +22,10 @@ import (
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
+	"github.com/jackc/pgx/v5"
 )
 
 // ServerOptions configure RunServer.
@@ -32,7 +34,12 @@ type ServerOptions struct {
 	Clients []int          // concurrent clients (default 1, 8, 64)
 	Format  handoff.Format // "" = governed/1
 	Dir     string         // scratch folder on the disk to measure (default: a temp dir)
-	Stage   func(string)
+	// Postgres, when set, is a postgres:// URL of a database in which the
+	// bench may CREATE and DROP databases: each number of clients then
+	// also submits over HTTP to one, and to two, in-process servers whose
+	// ledger is a fresh PostgreSQL database (two replicas share one).
+	Postgres string
+	Stage    func(string)
 }
 
 // ServerResult compares, for each number of clients, submitting over
@@ -60,6 +67,14 @@ type ServerRun struct {
 	RecordP99Ms    float64 `json:"record_p99_ms"`
 	HTTPP50Ms      float64 `json:"http_p50_ms"`
 	HTTPP99Ms      float64 `json:"http_p99_ms"`
+	// With ServerOptions.Postgres: HTTP to one and to two replicas on one
+	// PostgreSQL database, and each against HTTP to the bbolt server.
+	PG1PerSec  float64 `json:"pg_1_replica_per_sec,omitzero"`
+	PG2PerSec  float64 `json:"pg_2_replicas_per_sec,omitzero"`
+	PG1VsBbolt float64 `json:"pg_1_replica_vs_bbolt_http,omitzero"`
+	PG2VsBbolt float64 `json:"pg_2_replicas_vs_bbolt_http,omitzero"`
+	PG2P50Ms   float64 `json:"pg_2_replicas_p50_ms,omitzero"`
+	PG2P99Ms   float64 `json:"pg_2_replicas_p99_ms,omitzero"`
 }
 
 // RunServer performs the measurements. Every document is expected to be
@@ -122,8 +137,20 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 			rec.close()
 			return nil, err
 		}
-		var raw, dRec, dHTTP time.Duration
-		var latRec, latHTTP []time.Duration
+		var pg1, pg2 []*served
+		if o.Postgres != "" {
+			if pg1, err = newPGServed(ctx, o.Postgres, fmt.Sprintf("gl_bench_%d_%d_1", os.Getpid(), i), 1, g.cfg, c); err == nil {
+				pg2, err = newPGServed(ctx, o.Postgres, fmt.Sprintf("gl_bench_%d_%d_2", os.Getpid(), i), 2, g.cfg, c)
+			}
+			if err != nil {
+				closeAll(pg1)
+				rec.close()
+				srv.close()
+				return nil, err
+			}
+		}
+		var raw, dRec, dHTTP, dPG1, dPG2 time.Duration
+		var latRec, latHTTP, latPG2 []time.Duration
 		n := 0
 		for r := range rounds {
 			m := o.N / rounds
@@ -131,7 +158,7 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 				m = o.N - n
 			}
 			n += m
-			all := docs(m * 3)
+			all := docs(m * 5)
 			d, err := perf.RawBboltBatchAppend(filepath.Join(dir, fmt.Sprintf("raw-%d-%d.db", i, r)), all[:m], c)
 			if err == nil {
 				raw += d
@@ -142,19 +169,38 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 				d, lat, err2 := drive(m, c, func(j int) error { return srv.submit(all[2*m+j]) })
 				dHTTP, latHTTP, err = dHTTP+d, append(latHTTP, lat...), err2
 			}
+			if err == nil && pg1 != nil {
+				var d time.Duration
+				d, _, err = drive(m, c, func(j int) error { return pg1[0].submit(all[3*m+j]) })
+				dPG1 += d
+				if err == nil {
+					var lat []time.Duration
+					d, lat, err = drive(m, c, func(j int) error { return pg2[j%2].submit(all[4*m+j]) })
+					dPG2, latPG2 = dPG2+d, append(latPG2, lat...)
+				}
+			}
 			if err != nil {
 				rec.close()
 				srv.close()
+				closeAll(pg1)
+				closeAll(pg2)
 				return nil, err
 			}
 		}
 		rec.close()
 		srv.close()
+		closeAll(pg1)
+		closeAll(pg2)
 		run := ServerRun{Clients: c, RawBboltPerSec: rate(o.N, raw), RecordPerSec: rate(o.N, dRec), HTTPPerSec: rate(o.N, dHTTP)}
 		run.RecordP50Ms, run.RecordP99Ms = percentile(latRec, 50), percentile(latRec, 99)
 		run.HTTPP50Ms, run.HTTPP99Ms = percentile(latHTTP, 50), percentile(latHTTP, 99)
 		run.HTTPVsRecord = ratio(run.HTTPPerSec, run.RecordPerSec)
 		run.HTTPVsRawBbolt = ratio(run.HTTPPerSec, run.RawBboltPerSec)
+		if pg1 != nil {
+			run.PG1PerSec, run.PG2PerSec = rate(o.N, dPG1), rate(o.N, dPG2)
+			run.PG1VsBbolt, run.PG2VsBbolt = ratio(run.PG1PerSec, run.HTTPPerSec), ratio(run.PG2PerSec, run.HTTPPerSec)
+			run.PG2P50Ms, run.PG2P99Ms = percentile(latPG2, 50), percentile(latPG2, 99)
+		}
 		res.Runs = append(res.Runs, run)
 	}
 	return res, nil
@@ -238,6 +284,8 @@ func snapshots(cfg *govern.Config) []ledger.Snapshot {
 type served struct {
 	ctx    context.Context
 	l      *ledger.Ledger
+	keys   string // idempotency key prefix: replicas of one ledger must not share keys
+	drop   func() // after close: drop the ledger's database (PostgreSQL)
 	stop   func()
 	served chan error
 	hc     *http.Client
@@ -252,7 +300,66 @@ func newServed(ctx context.Context, path string, cfg *govern.Config, clients int
 	if err != nil {
 		return nil, err
 	}
-	s := &served{ctx: ctx, l: l}
+	return serveLedger(ctx, l, "bench", cfg, clients)
+}
+
+// newPGServed creates database name beside admin's (a postgres:// URL)
+// and starts replicas in-process servers on it, each over its own
+// driver; closing the first replica drops the database.
+func newPGServed(ctx context.Context, admin, name string, replicas int, cfg *govern.Config, clients int) ([]*served, error) {
+	u, err := url.Parse(admin)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("bench: --postgres wants a postgres:// URL")
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return nil, fmt.Errorf("bench: postgres %s: %w", postgres.Redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("bench: postgres: create database %s: %w", name, err)
+	}
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err == nil {
+			c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			c.Close(context.Background())
+		}
+	}
+	u.Path = "/" + name
+	var out []*served
+	for r := range replicas {
+		d, err := postgres.Open(ctx, u.String(), &postgres.Options{MaxConns: int32(min(max(clients, 4), 32))})
+		var l *ledger.Ledger
+		if err == nil {
+			if l, err = ledger.New(d, nil); err != nil {
+				d.Close()
+			}
+		}
+		var s *served
+		if err == nil {
+			s, err = serveLedger(ctx, l, fmt.Sprintf("replica%d", r), cfg, max(clients/replicas, 1))
+		}
+		if err != nil {
+			closeAll(out)
+			drop()
+			return nil, fmt.Errorf("bench: postgres replica %d: %w", r+1, err)
+		}
+		out = append(out, s)
+	}
+	out[0].drop = drop
+	return out, nil
+}
+
+// closeAll closes every server of ss, then drops their database.
+func closeAll(ss []*served) {
+	for i := len(ss) - 1; i >= 0; i-- {
+		ss[i].close()
+	}
+}
+
+func serveLedger(ctx context.Context, l *ledger.Ledger, keys string, cfg *govern.Config, clients int) (*served, error) {
+	s := &served{ctx: ctx, l: l, keys: keys}
 	if err := s.start(cfg, clients); err != nil {
 		l.Close()
 		return nil, err
@@ -310,7 +417,7 @@ func (s *served) submit(doc []byte) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Idempotency-Key", "bench-"+strconv.FormatInt(s.n.Add(1), 10))
+	req.Header.Set("Idempotency-Key", s.keys+"-"+strconv.FormatInt(s.n.Add(1), 10))
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		return err
@@ -328,6 +435,9 @@ func (s *served) close() {
 	s.stop()
 	<-s.served
 	s.l.Close()
+	if s.drop != nil {
+		s.drop()
+	}
 }
 
 // percentile returns the p-th percentile of ds in milliseconds.
