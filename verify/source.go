@@ -51,6 +51,10 @@ type ledgerSource struct {
 	emit func(Finding) // set by Replay
 }
 
+// concurrentBlob: a ledger's Blob is safe for concurrent use, and answers
+// for any entry.
+func (s *ledgerSource) concurrentBlob() {}
+
 func (s *ledgerSource) setEmit(f func(Finding)) { s.emit = f }
 
 func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
