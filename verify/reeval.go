@@ -71,7 +71,7 @@ func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte, st pol
 		}
 		return spec.ok
 	}
-	r.respeculated++
+	r.stats.decidedAgain++
 	in, err := r.inputs.parse(e.Inputs)
 	if err != nil {
 		r.add(Finding{Seq: seq, Kind: KindMalformed, Message: fmt.Sprintf("inputs: %v", err)})

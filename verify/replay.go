@@ -45,12 +45,17 @@ type Options struct {
 // reason other than corruption: ErrSource), together with the report so far.
 // Replay never writes to src and never panics.
 func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err error) {
-	return replay(ctx, src, opts, defaultWorkers())
+	return replay(ctx, src, opts, defaultWorkers(), nil)
+}
+
+// replayStats counts what the pipeline did, for tests.
+type replayStats struct {
+	decidedAgain int // decisions judge took again itself (no speculation, or it did not hold)
 }
 
 // replay is Replay with workers goroutines preparing the entries (none
-// below 2).
-func replay(ctx context.Context, src Source, opts Options, workers int) (rep *Report, err error) {
+// below 2); stats, if not nil, receives the replay's counts.
+func replay(ctx context.Context, src Source, opts Options, workers int, stats *replayStats) (rep *Report, err error) {
 	r := &replayer{
 		ctx:  ctx,
 		src:  src,
@@ -62,6 +67,9 @@ func replay(ctx context.Context, src Source, opts Options, workers int) (rep *Re
 	r.state = newState(er)
 	r.pipe = newPipeline(r, workers)
 	defer r.pipe.close()
+	if stats != nil {
+		defer func() { *stats = r.stats }()
+	}
 	if es, ok := src.(emitter); ok {
 		// A source's own finding comes after those of the entries it
 		// delivered before.
@@ -96,8 +104,8 @@ type replayer struct {
 	snap  atomic.Pointer[snapshots] // parsed so far, in stored order
 	pipe  *pipeline
 
-	inputs       inputsCache // of judge and of jobs prepared inline
-	respeculated int         // decisions judge took again itself (the guess did not hold)
+	inputs inputsCache // of judge and of jobs prepared inline
+	stats  replayStats
 
 	n        uint64     // entries read
 	lastSeq  uint64     // seq of the previous entry
