@@ -17,10 +17,11 @@ import (
 	"github.com/govledger/govledger/verify"
 )
 
-// workerCounts are the pool sizes every report is compared across: none
-// (each entry prepared by the goroutine that judges it), and more workers
-// than the 19-entry fixture's entries fit in one window, and fewer.
-var workerCounts = []int{0, 2, 3, 8}
+// pools are the pool sizes every report is compared across: no workers
+// (each entry prepared by the goroutine that judges it), and workers handed
+// one entry or a few at a time, so that the 19-entry fixture spreads over
+// them (up to 8*2 batches are in flight), and the default batch size.
+var pools = []struct{ workers, batch int }{{0, 0}, {2, 1}, {3, 2}, {8, 1}, {2, 0}}
 
 // reportBytes is what `govledger --output json verify` prints of a report.
 func reportBytes(t *testing.T, rep *verify.Report) []byte {
@@ -45,12 +46,12 @@ func sameWithEveryPool(t *testing.T, name string, open opener) (*verify.Report, 
 	var want []byte
 	var first *verify.Report
 	var again []int
-	for _, w := range workerCounts {
+	for _, p := range pools {
 		src, opts, done := open()
-		rep, n, err := verify.ReplayWorkers(context.Background(), src, opts, w)
+		rep, n, err := verify.ReplayWorkers(context.Background(), src, opts, p.workers, p.batch)
 		done()
 		if err != nil {
-			t.Fatalf("%s, %d workers: %v", name, w, err)
+			t.Fatalf("%s, pool %v: %v", name, p, err)
 		}
 		got := reportBytes(t, rep)
 		again = append(again, n)
@@ -59,7 +60,7 @@ func sameWithEveryPool(t *testing.T, name string, open opener) (*verify.Report, 
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s: report with %d workers differs from the report with %d:\n got %s\nwant %s", name, w, workerCounts[0], got, want)
+			t.Errorf("%s: report with pool %v differs from the report with no workers:\n got %s\nwant %s", name, p, got, want)
 		}
 	}
 	return first, again
@@ -103,8 +104,8 @@ func TestReplayDeterministic(t *testing.T) {
 		// again in stored order. Workers that run ahead of the snapshots
 		// coming into force cannot guess either: up to all 12.
 		for i, n := range again {
-			if lo, hi := 4, 12; workerCounts[i] == 0 && n != lo || n < lo || n > hi {
-				t.Errorf("%d workers: %d decisions taken again in stored order, want 4 with none, 4..12 with some", workerCounts[i], n)
+			if lo, hi := 4, 12; pools[i].workers == 0 && n != lo || n < lo || n > hi {
+				t.Errorf("pool %v: %d decisions taken again in stored order, want 4 with no workers, 4..12 with some", pools[i], n)
 			}
 		}
 	})

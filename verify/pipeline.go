@@ -24,7 +24,8 @@ import (
 // judge, one entry at a time in stored order, on the goroutine that
 // delivers the entries. Findings are added only by judge, in the order a
 // one-by-one replay adds them, so the report does not depend on the number
-// of workers. At most a fixed number of entries (window) are in flight.
+// of workers. At most a fixed number of entries are in flight (see
+// batchSize).
 
 // job is one stored entry on its way through the replay.
 type job struct {
@@ -47,8 +48,6 @@ type job struct {
 	blob    blobVerdict  // the payload (handoff) or content (snapshot) blob
 	spec    *speculation // the decision taken again, nil when not taken
 	failed  *stagePanic  // a panic while preparing, raised again by judge
-
-	done chan struct{} // receives once prepare is done
 }
 
 type fetchMode int
@@ -131,22 +130,45 @@ func tooLarge(e *entry.Entry) bool {
 	return slices.ContainsFunc(*e.Reasons, func(x reason.Reason) bool { return x.Code == reason.PayloadTooLarge })
 }
 
-// pipeline holds the jobs in flight, oldest first.
+// Batches: jobs travel to the workers batchSize at a time, and at most
+// batchesPerWorker batches per worker are in flight, so that handing a job
+// over costs little next to preparing it, and memory stays bounded: at most
+// batchSize*batchesPerWorker*workers entries and the blobs they name.
+const (
+	batchSize        = 32
+	batchesPerWorker = 2
+)
+
+// batch is a run of consecutive jobs prepared by one worker.
+type batch struct {
+	jobs []job
+	done chan struct{} // receives once every job is prepared
+}
+
+// pipeline holds the batches in flight, oldest first, and the batch being
+// filled.
 type pipeline struct {
 	r     *replayer
-	work  chan *job // nil: no workers, jobs are prepared inline
-	ring  []*job
+	size  int         // jobs per batch
+	work  chan *batch // nil: no workers, jobs are prepared inline
+	ring  []*batch    // in flight, ring[head] the oldest
 	head  int
 	n     int
+	fill  *batch // being filled (workers); nil until the first entry
+	one   job    // the job of inline mode
 	wg    sync.WaitGroup
 	stop  sync.Once
 	where func(*job) // how the delivering goroutine readies a job for prepare
 }
 
 // newPipeline starts workers goroutines (none when workers < 2: each job is
-// then prepared by the delivering goroutine).
-func newPipeline(r *replayer, workers int) *pipeline {
-	p := &pipeline{r: r}
+// then prepared by the delivering goroutine, just before it is judged),
+// handed size jobs at a time (0: batchSize).
+func newPipeline(r *replayer, workers, size int) *pipeline {
+	if size <= 0 {
+		size = batchSize
+	}
+	p := &pipeline{r: r, size: size}
 	switch src := r.src.(type) {
 	case concurrentSource:
 		p.where = func(*job) {}
@@ -158,30 +180,31 @@ func newPipeline(r *replayer, workers int) *pipeline {
 	default:
 		p.where = r.prefetch
 	}
-	window := 1
-	if workers >= 2 {
-		window = 4 * workers
-		p.work = make(chan *job, window)
-		for range workers {
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				var c inputsCache
-				for j := range p.work {
-					r.prepare(j, &c)
-					j.done <- struct{}{}
-				}
-			}()
-		}
+	if workers < 2 {
+		return p
 	}
-	p.ring = make([]*job, window)
+	p.work = make(chan *batch, batchesPerWorker*workers)
+	p.ring = make([]*batch, batchesPerWorker*workers+1) // +1: the one being filled
 	for i := range p.ring {
-		p.ring[i] = &job{done: make(chan struct{}, 1)}
+		p.ring[i] = &batch{jobs: make([]job, 0, size), done: make(chan struct{}, 1)}
+	}
+	for range workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			var c inputsCache
+			for b := range p.work {
+				for i := range b.jobs {
+					r.prepare(&b.jobs[i], &c)
+				}
+				b.done <- struct{}{}
+			}
+		}()
 	}
 	return p
 }
 
-// close stops the workers once every job in flight was judged.
+// close stops the workers. Every batch handed over is prepared first.
 func (p *pipeline) close() {
 	p.stop.Do(func() {
 		if p.work != nil {
@@ -191,22 +214,31 @@ func (p *pipeline) close() {
 	})
 }
 
-// submit takes the entry delivered as seq, judging the oldest job first if
-// the window is full, and judges every job already prepared.
+// submit takes the entry delivered as seq.
 func (p *pipeline) submit(seq uint64, raw []byte) {
-	if p.n == len(p.ring) {
-		p.judgeOldest()
-	}
-	j := p.ring[(p.head+p.n)%len(p.ring)]
-	p.n++
-	*j = job{seq: seq, raw: slices.Clone(raw), done: j.done}
-	p.where(j)
 	if p.work == nil {
+		j := &p.one
+		*j = job{seq: seq, raw: raw}
+		p.where(j)
 		p.r.prepare(j, &p.r.inputs)
-		p.judgeOldest()
+		p.r.judgeJob(j)
+		*j = job{}
 		return
 	}
-	p.work <- j
+	if p.fill == nil {
+		if p.n == len(p.ring)-1 {
+			p.judgeOldest()
+		}
+		p.fill = p.ring[(p.head+p.n)%len(p.ring)]
+	}
+	b := p.fill
+	b.jobs = append(b.jobs, job{seq: seq, raw: slices.Clone(raw)})
+	p.where(&b.jobs[len(b.jobs)-1])
+	if len(b.jobs) < p.size {
+		return
+	}
+	p.handOver()
+	// Judge what is prepared already, without waiting.
 	for p.n > 0 {
 		select {
 		case <-p.ring[p.head].done:
@@ -217,28 +249,38 @@ func (p *pipeline) submit(seq uint64, raw []byte) {
 	}
 }
 
-// drain judges every job in flight.
+// handOver sends the batch being filled to the workers.
+func (p *pipeline) handOver() {
+	p.work <- p.fill
+	p.fill = nil
+	p.n++
+}
+
+// drain judges every job taken so far.
 func (p *pipeline) drain() {
+	if p.fill != nil {
+		p.handOver()
+	}
 	for p.n > 0 {
 		p.judgeOldest()
 	}
 }
 
 func (p *pipeline) judgeOldest() {
-	if p.work != nil {
-		<-p.ring[p.head].done
-	}
+	<-p.ring[p.head].done
 	p.judgeTaken()
 }
 
-// judgeTaken judges the oldest job, which is prepared.
+// judgeTaken judges the oldest batch, which is prepared.
 func (p *pipeline) judgeTaken() {
-	j := p.ring[p.head]
+	b := p.ring[p.head]
 	p.head = (p.head + 1) % len(p.ring)
 	p.n--
-	p.r.judgeJob(j)
-	done := j.done
-	*j = job{done: done} // let go of the bytes
+	for i := range b.jobs {
+		p.r.judgeJob(&b.jobs[i])
+	}
+	clear(b.jobs) // let go of the bytes
+	b.jobs = b.jobs[:0]
 }
 
 // prefetch, for a source that must be read by the delivering goroutine

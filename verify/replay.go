@@ -45,7 +45,7 @@ type Options struct {
 // reason other than corruption: ErrSource), together with the report so far.
 // Replay never writes to src and never panics.
 func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err error) {
-	return replay(ctx, src, opts, defaultWorkers(), nil)
+	return replay(ctx, src, opts, pool{workers: defaultWorkers()}, nil)
 }
 
 // replayStats counts what the pipeline did, for tests.
@@ -53,9 +53,13 @@ type replayStats struct {
 	decidedAgain int // decisions judge took again itself (no speculation, or it did not hold)
 }
 
-// replay is Replay with workers goroutines preparing the entries (none
-// below 2); stats, if not nil, receives the replay's counts.
-func replay(ctx context.Context, src Source, opts Options, workers int, stats *replayStats) (rep *Report, err error) {
+// pool sizes the pipeline: workers goroutines (none below 2) handed batch
+// jobs at a time (0: batchSize).
+type pool struct{ workers, batch int }
+
+// replay is Replay with the pool p; stats, if not nil, receives the
+// replay's counts.
+func replay(ctx context.Context, src Source, opts Options, p pool, stats *replayStats) (rep *Report, err error) {
 	r := &replayer{
 		ctx:  ctx,
 		src:  src,
@@ -65,7 +69,7 @@ func replay(ctx context.Context, src Source, opts Options, workers int, stats *r
 	r.snap.Store(newSnapshots())
 	er, _ := src.(entryReader)
 	r.state = newState(er)
-	r.pipe = newPipeline(r, workers)
+	r.pipe = newPipeline(r, p.workers, p.batch)
 	defer r.pipe.close()
 	if stats != nil {
 		defer func() { *stats = r.stats }()
