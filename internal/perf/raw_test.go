@@ -21,6 +21,15 @@ func TestRawRoundTrip(t *testing.T) {
 	if err != nil || n != len(values) {
 		t.Fatalf("RawBboltScanSHA256 = %d, %v; want %d", n, err, len(values))
 	}
+	loaded := filepath.Join(t.TempDir(), "loaded.db")
+	for range 2 {
+		if err := perf.RawBboltLoad(loaded, values); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _, err := perf.RawBboltScanSHA256(loaded); err != nil || n != 2*len(values) {
+		t.Fatalf("RawBboltScanSHA256(loaded twice) = %d, %v; want %d", n, err, 2*len(values))
+	}
 	if _, err := perf.RawBboltAppend(path, values, 0); err == nil {
 		t.Error("RawBboltAppend(writers=0) succeeded")
 	}
