@@ -14,6 +14,7 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -55,7 +56,7 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // ledgers given the same appends hold the same bytes.
 func openLedger(t testing.TB, origin string) *ledger.Ledger {
 	t.Helper()
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "l.db"), &ledger.Options{Origin: origin, Now: func() time.Time { return t0 }})
+	l, err := bolt.Open(filepath.Join(t.TempDir(), "l.db"), &bolt.Options{Origin: origin, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

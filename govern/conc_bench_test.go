@@ -13,7 +13,7 @@ import (
 
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/internal/demo"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // BenchmarkRecordConcurrent8 is the group-commit record path with 8
@@ -35,7 +35,7 @@ func BenchmarkRecordConcurrent8(b *testing.B) {
 		d = bytes.Replace(d, []byte("2026-02-11T00:45:02Z"), []byte(now), 1)
 		docs[i] = bytes.Replace(d, []byte("hypothesis\""), []byte("hypothesis "+strconv.Itoa(i)+"\""), 1)
 	}
-	l, err := ledger.Open(filepath.Join(dir, "b.db"), nil)
+	l, err := bolt.Open(filepath.Join(dir, "b.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,6 +45,28 @@ type Config struct {
 	// Submitter is recorded as the submitter of every entry Record writes:
 	// the CLI's --as (default the OS user), the server's principal.
 	Submitter string
+	// IdempotencyKey, when set, is recorded in the handoff entry Record
+	// writes. If an earlier entry used the same key, Record writes nothing
+	// and returns a *KeyUsedError naming that entry; the check runs inside
+	// the write transaction, so two concurrent uses of one key append once.
+	IdempotencyKey string
+	// TraceParent, when set, is a W3C traceparent recorded in the handoff
+	// entry Record writes.
+	TraceParent string
+}
+
+// KeyUsedError is returned by Record when Config.IdempotencyKey was used
+// by an earlier entry: nothing was written. The caller compares Payload
+// (and whatever else it scopes the key by) with its request to tell a
+// retry from a conflict.
+type KeyUsedError struct {
+	Key     string
+	Seq     uint64     // the entry that first used the key
+	Payload entry.Hash // that entry's payload_sha256
+}
+
+func (e *KeyUsedError) Error() string {
+	return fmt.Sprintf("idempotency key %q was used by entry %d", e.Key, e.Seq)
 }
 
 // Outcome is the result for one document.
@@ -204,7 +226,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	// entry time and every answer of the ledger state are the guessed ones.
 	filled := &entry.Entry{}
 	fillErr := pre.Fill(filled, pin)
-	filled.Submitter = c.Submitter
+	filled.Submitter, filled.IdempotencyKey, filled.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
@@ -217,6 +239,11 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		Submitter:   c.Submitter,
 		LockChanges: lockfile.ChangedBytes,
 		Build: func(st ledger.State, e *entry.Entry) error {
+			if c.IdempotencyKey != "" {
+				if a, ok := st.Idempotent(c.IdempotencyKey); ok {
+					return &KeyUsedError{Key: c.IdempotencyKey, Seq: a.Seq, Payload: a.Payload}
+				}
+			}
 			if fillErr == nil && e.Time.Time.Equal(t0) && guess.sameAnswers(st) {
 				v, seq, prev, t := e.V, e.Seq, e.Prev, e.Time
 				*e = *filled
@@ -229,7 +256,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
-			e.Submitter = c.Submitter
+			e.Submitter, e.IdempotencyKey, e.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
 			out.Decision = d
 			return nil
 		},

@@ -3,6 +3,7 @@ package govern_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -66,7 +68,7 @@ func mustVerify(t *testing.T, l *ledger.Ledger) *verify.Report {
 // ledger verifies (RELIABILITY R1).
 func TestConcurrentReplayOneAcceptance(t *testing.T) {
 	cfg, dir := setup(t)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 // appends, for every demo document of the manifest registry.
 func TestValidateMatchesRecord(t *testing.T) {
 	cfg, dir := setup(t)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestValidateMatchesRecord(t *testing.T) {
 func TestPayloadTooLarge(t *testing.T) {
 	cfg, dir := setup(t)
 	cfg.Params.MaxPayload = 100
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: cfg.Now})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func TestIndependentExportScript(t *testing.T) {
 	if _, err := demo.Run(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ledger.Open(filepath.Join(dir, "demo.db"), &ledger.Options{ReadOnly: true, NoCreate: true})
+	l, err := bolt.Open(filepath.Join(dir, "demo.db"), &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestIndependentExportScript(t *testing.T) {
 func TestDecisionUsesEntryTime(t *testing.T) {
 	cfg, dir := setup(t)
 	later := demo.Epoch.Add(48 * time.Hour)
-	l, err := ledger.Open(filepath.Join(dir, "l.db"), &ledger.Options{Now: func() time.Time { return later }})
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: func() time.Time { return later }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +243,61 @@ func TestDecisionUsesEntryTime(t *testing.T) {
 	}
 	if got := reason.Codes(o.Decision.Reasons); o.Decision.Decision != reason.Rejected || len(got) != 1 || got[0] != reason.Stale {
 		t.Fatalf("decision %s %v, want rejected [STALE] at the entry's time", o.Decision.Decision, got)
+	}
+	mustVerify(t, l)
+}
+
+// TestIdempotencyKeyOnce submits one document 20 times at once under one
+// idempotency key: exactly one entry is appended (carrying the key and the
+// traceparent), every other call gets a *KeyUsedError naming it, and the
+// ledger verifies.
+func TestIdempotencyKeyOnce(t *testing.T) {
+	cfg, dir := setup(t)
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := *cfg
+	c.IdempotencyKey, c.TraceParent = "ci/run-7", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	const n = 20
+	outs, errs := make([]*govern.Outcome, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = govern.Record(context.Background(), l, &c, "doc", payload(t, "01-product-to-analysis.json", 1<<20))
+		}()
+	}
+	wg.Wait()
+	var first *govern.Outcome
+	used := 0
+	for i, err := range errs {
+		var ku *govern.KeyUsedError
+		switch {
+		case err == nil && first == nil:
+			first = outs[i]
+		case err == nil:
+			t.Fatalf("two appends under one key: seq %d and %d", first.Entry().Entry.Seq, outs[i].Entry().Entry.Seq)
+		case errors.As(err, &ku):
+			used++
+		default:
+			t.Fatalf("Record: %v", err)
+		}
+	}
+	if first == nil || used != n-1 {
+		t.Fatalf("appended %v, key-used errors %d, want 1 and %d", first != nil, used, n-1)
+	}
+	e := first.Entry().Entry
+	if e.IdempotencyKey != c.IdempotencyKey || e.TraceParent != c.TraceParent {
+		t.Fatalf("entry carries key %q traceparent %q", e.IdempotencyKey, e.TraceParent)
+	}
+	for _, err := range errs {
+		var ku *govern.KeyUsedError
+		if errors.As(err, &ku) && (ku.Seq != e.Seq || ku.Payload != *e.PayloadSHA256) {
+			t.Fatalf("KeyUsedError names seq %d payload %s, want %d %s", ku.Seq, ku.Payload, e.Seq, e.PayloadSHA256)
+		}
 	}
 	mustVerify(t, l)
 }

@@ -1,19 +1,15 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/govledger/govledger/entry"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -35,14 +31,17 @@ type Request struct {
 	// nothing stored, e.g. too large). It requires a handoff entry whose
 	// payload_sha256 and payload_size describe it.
 	Payload []byte
-	// Build is called inside the write transaction with e.V, e.Seq, e.Prev
-	// and e.Time set, and st a view of ledger state as of just before this
-	// entry (including earlier entries of the same commit and this request's
-	// snapshots). It sets Kind and the kind's fields, and must not change
-	// the four fields already set. It must be pure and fast: it runs while
-	// the commit holds the write lock. A Build error fails only this
-	// request; nothing of it is written. Build may be nil when the request
-	// only brings snapshots into force. Build may not make snapshot entries.
+	// Build is called by the committer, outside any storage lock, with
+	// e.V, e.Seq, e.Prev and e.Time set, and st the ledger state as of just
+	// before this entry (including earlier entries of the same commit and
+	// this request's snapshots). It sets Kind and the kind's fields, and
+	// must not change the four fields already set. It must be pure and
+	// fast: commits wait for it. It may be called more than once for one
+	// request: when another writer of a shared store appended first, the
+	// commit is built again on the new state, and only the last call's
+	// entry is stored. A Build error fails only this request; nothing of it
+	// is written. Build may be nil when the request only brings snapshots
+	// into force. Build may not make snapshot entries.
 	Build func(st State, e *entry.Entry) error
 	// Submitter is recorded as the submitter of the snapshot entries this
 	// request brings into force (Build sets the entry's own).
@@ -114,16 +113,18 @@ type pending struct {
 	err   error
 }
 
-// Append records req and returns once its entries are durable (committed
-// and fsynced). Concurrent Appends share commits. ctx is honoured while the
-// request waits for a commit; once a commit has taken it, Append waits for
-// that commit's outcome so that the answer is never ambiguous.
+// Append records req and returns once its entries are durable (stored by
+// the driver, which for bbolt means committed and fsynced). Concurrent
+// Appends share commits. ctx is honoured while the request waits for a
+// commit; once a commit has taken it, Append waits for that commit's
+// outcome so that the answer is never ambiguous.
 //
-// Errors: the Build error or a validation error (entry.ErrMalformed, ...) for this
-// request alone; ErrReadOnly, ErrClosed; ErrFailed after an earlier failed
-// commit; and a commit's own error (e.g. an I/O error, ErrCorrupt), after
-// which the entries may or may not be on disk and the Ledger refuses writes
-// until reopened.
+// Errors: the Build error or a validation error (entry.ErrMalformed, ...)
+// for this request alone; ErrReadOnly, ErrClosed; ErrFailed after an
+// earlier failed commit; ErrConflict when other writers of a shared store
+// kept winning (nothing stored); and a driver's own error (e.g. an I/O
+// error, ErrCorrupt), after which the entries may or may not be stored and
+// the Ledger refuses writes until opened again.
 func (l *Ledger) Append(ctx context.Context, req *Request) (*Result, error) {
 	if l.readOnly {
 		return nil, ErrReadOnly
@@ -178,7 +179,7 @@ func (l *Ledger) Append(ctx context.Context, req *Request) (*Result, error) {
 }
 
 // committer drains the queue in batches of up to maxBatch requests, each
-// batch one write transaction.
+// batch one driver Append.
 func (l *Ledger) committer() {
 	defer close(l.done)
 	for {
@@ -219,222 +220,113 @@ type fatalError struct{ err error }
 func (f *fatalError) Error() string { return f.err.Error() }
 func (f *fatalError) Unwrap() error { return f.err }
 
+// commit builds the batch on a view of the stored head, outside any
+// storage lock, and hands it to the driver; on a compare-and-append
+// conflict it builds it again on the new head.
 func (l *Ledger) commit(batch []*pending) {
-	var fnErr error
-	var wr *writer
-	written := 0
-	hc := l.head
-	l.head.ok = false // until this commit is known to have landed
-	err := func() (err error) {
-		defer recoverCorrupt(&err)
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		return l.db.Update(func(tx *bolt.Tx) error {
-			w, err := newWriter(tx, l.now, &hc)
-			if err != nil {
-				fnErr = err
-				return err
-			}
-			defer func() { wr = w }()
-			for _, p := range batch {
-				p.res, p.err = w.apply(p.req)
-				if f := (*fatalError)(nil); errors.As(p.err, &f) {
-					fnErr = f.err
-					return f.err
-				}
-				if p.err == nil {
-					written += len(p.res.Entries)
-				}
-			}
-			if err := w.persist(); err != nil {
-				if f := (*fatalError)(nil); errors.As(err, &f) {
-					err = f.err
-				}
-				fnErr = err
-				return err
-			}
-			if w.seq-w.indexed >= l.indexBatch {
-				if err := w.flushIndexes(l.unindexed); err != nil {
-					if f := (*fatalError)(nil); errors.As(err, &f) {
-						err = f.err
-					}
-					fnErr = err
-					return err
-				}
-			}
-			return nil
-		})
-	}()
-	l.mu.Lock()
-	hook := l.afterCommit
-	l.mu.Unlock()
-	if err == nil && hook != nil {
-		err = hook()
+	var err error
+	var b *Batch
+	for attempt := 0; ; attempt++ {
+		b, err = l.build(batch)
+		if err != nil || len(b.Entries) == 0 {
+			break
+		}
+		err = l.d.Append(context.Background(), b)
+		if !errors.Is(err, ErrConflict) {
+			break
+		}
+		l.conflicts.Add(1)
+		if attempt == l.maxRetries {
+			err = fmt.Errorf("%w: %d retries spent", err, l.maxRetries)
+			break
+		}
 	}
-	if err != nil {
-		if fnErr == nil || errors.Is(err, ErrCorrupt) {
-			// The commit itself failed (I/O error, disk full, panic): its
+	switch {
+	case err == nil:
+		if len(b.Entries) > 0 {
+			l.commits.Add(1)
+			l.entries.Add(uint64(len(b.Entries)))
+		}
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrUnavailable):
+		// Nothing stored, or the store (not this process) knows whether it
+		// was: the next batch is built on the head actually stored, so the
+		// ledger stays writable.
+	default:
+		var f *fatalError
+		if !errors.As(err, &f) || errors.Is(err, ErrCorrupt) {
+			// The driver failed (I/O error, disk full, corrupt store): the
 			// outcome is unknown. Refuse writes until a reopen decides.
+			if errors.As(err, &f) {
+				err = f.err
+			}
 			l.mu.Lock()
 			l.failed = err
 			l.mu.Unlock()
-			err = fmt.Errorf("ledger %s: commit: %w", l.path, err)
+			err = fmt.Errorf("ledger %s: commit: %w", l.name(), err)
+		} else {
+			err = f.err
 		}
-		for _, p := range batch {
-			p.res, p.err = nil, err
-		}
-	} else {
-		if wr != nil {
-			l.head = headCache{seq: wr.seq, hash: wr.head, time: wr.last, ok: true}
-			if wr.indexed == wr.seq {
-				l.unindexed = nil
-			} else {
-				l.unindexed = append(l.unindexed, wr.unindexed...)
-			}
-		}
-		l.commits.Add(1)
-		l.entries.Add(uint64(written))
 	}
 	for _, p := range batch {
+		if err != nil {
+			p.res, p.err = nil, err
+		}
 		close(p.done)
 	}
 }
 
-// writer applies requests inside one write transaction.
-type writer struct {
-	tx                               *bolt.Tx
-	meta, entries, blobs, tree       *bolt.Bucket
-	accepted, blocked, redacted, idm *bolt.Bucket
-	now                              func() time.Time
-	seq                              uint64
-	head                             entry.Hash
-	last                             time.Time
-	// st is the fold of the stored entries and those of this writer's
-	// requests so far; persist writes its Delta.
-	st *entry.State
-	// indexed is meta "indexed"; unindexed holds the secondary index keys
-	// of this writer's entries (all beyond indexed).
-	indexed   uint64
-	unindexed []indexed
+// name names the ledger in errors: its file, else its origin.
+func (l *Ledger) name() string {
+	if p := l.Path(); p != "" {
+		return p
+	}
+	return l.origin
 }
 
-// indexed is one entry's secondary index keys (indexKeys).
-type indexed struct {
-	seq  uint64
-	keys map[string][][]byte
+// builder assembles one Batch on a view.
+type builder struct {
+	l  *Ledger
+	v  View
+	st *entry.State // the fold of the view's head and of the requests so far
+	b  *Batch
+	// base is the index of the first stored hash of the batch.
+	base  int64
+	items map[uint64]*entry.Entry // the batch's entries by seq
 }
 
-// headCache is the head as the last successful commit left it, so the
-// next commit need not decode the head entry again to learn its time. It
-// is only read and written by the committer goroutine.
-type headCache struct {
-	seq  uint64
-	hash entry.Hash
-	time time.Time
-	ok   bool
+// build opens a view, applies every request of batch to a fork of its
+// state and returns the Batch of those that succeeded; each pending gets
+// its result or its own error. A *fatalError (a read of the view failed)
+// aborts the whole batch.
+func (l *Ledger) build(batch []*pending) (b *Batch, err error) {
+	v, err := l.d.View(context.Background())
+	if err != nil {
+		return nil, &fatalError{err}
+	}
+	// The view must be closed before the driver's Append: bbolt cannot
+	// grow its file while a read transaction is open.
+	defer func() {
+		if cerr := v.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	h := v.Head()
+	bd := &builder{l: l, v: v, st: entry.NewState(h, v), base: tlog.StoredHashIndex(0, int64(h.Seq)),
+		b: &Batch{At: h, Blobs: map[entry.Hash][]byte{}}, items: map[uint64]*entry.Entry{}}
+	for _, p := range batch {
+		p.res, p.err = bd.apply(p.req)
+		if f := (*fatalError)(nil); errors.As(p.err, &f) {
+			return nil, p.err
+		}
+	}
+	if err := bd.st.Err(); err != nil {
+		return nil, &fatalError{err}
+	}
+	bd.b.Head, bd.b.Delta = bd.st.Head, bd.st.Delta
+	return bd.b, nil
 }
 
-// newWriter starts a writer on tx. hc (nil in read-only views) saves
-// decoding the head entry when it still names the stored head.
-func newWriter(tx *bolt.Tx, now func() time.Time, hc *headCache) (*writer, error) {
-	w := &writer{tx: tx, now: now,
-		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
-		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
-		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
-	var version uint64
-	if v := w.meta.Get(metaVersion); len(v) == 8 {
-		version = binary.BigEndian.Uint64(v)
-	}
-	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil && !addedInV3(name, version) {
-			return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
-		}
-	}
-	var err error
-	if w.seq, w.head, err = readHead(w.meta); err != nil {
-		return nil, err
-	}
-	if w.seq > 0 {
-		raw := w.entries.Get(be64(w.seq))
-		if raw == nil {
-			return nil, fmt.Errorf("%w: meta head seq %d has no entry", ErrCorrupt, w.seq)
-		}
-		if entry.LeafHash(raw) != w.head {
-			return nil, fmt.Errorf("%w: meta head hash differs from entry %d", ErrCorrupt, w.seq)
-		}
-		if hc != nil && hc.ok && hc.seq == w.seq && hc.hash == w.head {
-			w.last = hc.time
-		} else {
-			e, err := entry.Decode(raw)
-			if err != nil {
-				return nil, &RecordError{Seq: w.seq, Op: "decode head", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
-			}
-			w.last = e.Time.Time
-		}
-	}
-	if k, _ := w.entries.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) != w.seq) {
-		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ErrCorrupt, k, w.seq)
-	}
-	h := entry.Head{Seq: w.seq, Hash: w.head, Time: w.last, Key: string(w.meta.Get(metaKey))}
-	h.Manifest, h.HasManifest = readHash(w.meta, metaManifest)
-	h.Lock, h.HasLock = readHash(w.meta, metaLock)
-	w.st = entry.NewState(h, boltTables{w})
-	if w.indexed, err = readIndexed(w.meta, w.seq); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-// flushIndexes writes the secondary index keys of entries indexed+1..seq,
-// each bucket's keys in sorted order, and moves meta "indexed" to seq.
-// Keys come from earlier (the ledger's memory of earlier commits) and this
-// writer's own entries; an entry found in neither is decoded from the file.
-func (w *writer) flushIndexes(earlier []indexed) error {
-	known := make(map[uint64]map[string][][]byte, len(earlier)+len(w.unindexed))
-	for _, x := range earlier {
-		known[x.seq] = x.keys
-	}
-	for _, x := range w.unindexed {
-		known[x.seq] = x.keys
-	}
-	perBucket := map[string][][]byte{}
-	for seq := w.indexed + 1; seq <= w.seq; seq++ {
-		keys, ok := known[seq]
-		if !ok {
-			e, err := w.entry(seq)
-			if err != nil {
-				return err
-			}
-			keys = indexKeys(e)
-		}
-		for name, ks := range keys {
-			perBucket[name] = append(perBucket[name], ks...)
-		}
-	}
-	for _, name := range secondaryIndexes {
-		keys := perBucket[string(name)]
-		slices.SortFunc(keys, bytes.Compare)
-		b := w.tx.Bucket(name)
-		for _, k := range keys {
-			if err := b.Put(k, []byte{}); err != nil {
-				return err
-			}
-		}
-	}
-	w.indexed = w.seq
-	return w.meta.Put(metaIndexed, be64(w.seq))
-}
-
-func readHash(b *bolt.Bucket, key []byte) (entry.Hash, bool) {
-	var h entry.Hash
-	v := b.Get(key)
-	if len(v) != len(h) {
-		return h, false
-	}
-	copy(h[:], v)
-	return h, true
-}
-
-// item is an entry ready to write.
+// item is an entry ready to store.
 type item struct {
 	e    *entry.Entry
 	raw  []byte
@@ -442,15 +334,15 @@ type item struct {
 	blob []byte // bytes to store under their SHA-256, or nil
 }
 
-// apply validates and writes one request. A plain error fails the request
-// (nothing written); a *fatalError aborts the commit. The request's entries
-// are folded into a fork of the writer's state, merged only when all of
-// them were written.
-func (w *writer) apply(req *Request) (*Result, error) {
-	st := w.st.Fork()
+// apply validates one request and adds its entries to the batch. A plain
+// error fails the request (nothing of it stored); a *fatalError aborts
+// the commit. The request's entries are folded into a fork of the
+// builder's state, merged only when all of them were added.
+func (bd *builder) apply(req *Request) (*Result, error) {
+	st := bd.st.Fork()
 	now := req.Time
 	if now.IsZero() {
-		now = w.now()
+		now = bd.l.now()
 	}
 	now = now.UTC().Round(0)
 	if now.Before(st.Time) {
@@ -480,7 +372,7 @@ func (w *writer) apply(req *Request) (*Result, error) {
 		e := &entry.Entry{V: entry.Version, Seq: st.Seq + 1, Prev: st.Hash, Time: entry.Time{Time: now}, Kind: entry.KindSnapshot,
 			What: s.What, ContentSHA256: &sum, Size: &size, Submitter: req.Submitter}
 		if s.What == entry.SnapshotLock {
-			lifts, err := w.lifts(st, req.LockChanges, s.Bytes)
+			lifts, err := bd.lifts(st, req.LockChanges, s.Bytes)
 			if err != nil {
 				return nil, err
 			}
@@ -490,11 +382,15 @@ func (w *writer) apply(req *Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		if int64(len(s.Bytes)) > bd.l.maxBlob {
+			return nil, fmt.Errorf("%w: %s snapshot of %d bytes is too large to store", entry.ErrMalformed, s.What, len(s.Bytes))
+		}
 		it.blob = s.Bytes
 		if err := fold(it); err != nil {
 			return nil, err
 		}
 	}
+	var erase []entry.Hash
 	if req.Build != nil {
 		seq, prev := st.Seq, st.Hash
 		e := &entry.Entry{V: entry.Version, Seq: seq + 1, Prev: prev, Time: entry.Time{Time: now}}
@@ -518,15 +414,17 @@ func (w *writer) apply(req *Request) (*Result, error) {
 			if e.Kind != entry.KindHandoff || *e.PayloadSHA256 != entry.Sum256(req.Payload) || *e.PayloadSize != int64(len(req.Payload)) {
 				return nil, fmt.Errorf("%w: Payload given but the entry's payload_sha256/payload_size do not describe it", entry.ErrMalformed)
 			}
-			if int64(len(req.Payload)) > bolt.MaxValueSize {
+			if int64(len(req.Payload)) > bd.l.maxBlob {
 				return nil, fmt.Errorf("%w: payload of %d bytes is too large to store", entry.ErrMalformed, len(req.Payload))
 			}
 			it.blob = req.Payload
 		}
 		if e.Kind == entry.KindRedaction {
-			if err := w.redactable(e.RedactedSeq, req.redact); err != nil {
+			sum, err := bd.redactable(e.RedactedSeq, req.redact)
+			if err != nil {
 				return nil, err
 			}
+			erase = append(erase, sum)
 		}
 		if err := fold(it); err != nil {
 			return nil, err
@@ -534,25 +432,88 @@ func (w *writer) apply(req *Request) (*Result, error) {
 	}
 	res := &Result{}
 	for _, it := range items {
-		if err := w.put(it); err != nil {
+		if err := bd.add(it); err != nil {
 			return nil, &fatalError{err}
 		}
 		res.Entries = append(res.Entries, Appended{Entry: it.e, Raw: it.raw, Hash: it.hash})
 	}
-	w.st.Merge(st)
+	bd.b.Erase = append(bd.b.Erase, erase...)
+	bd.st.Merge(st)
 	return res, nil
+}
+
+// add appends one folded entry, its stored tree hashes and its blob to
+// the batch.
+func (bd *builder) add(it item) error {
+	b := bd.b
+	n := int64(it.e.Seq - 1)
+	hashes, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(it.hash), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		var old []int64
+		for i, x := range idx {
+			if x >= bd.base {
+				if x-bd.base >= int64(len(b.Hashes)) {
+					return nil, fmt.Errorf("%w: tree hash %d is not yet computed", ErrCorrupt, x)
+				}
+				out[i] = b.Hashes[x-bd.base]
+				continue
+			}
+			old = append(old, x)
+		}
+		if len(old) > 0 {
+			got, err := bd.v.ReadHashes(old)
+			if err != nil {
+				return nil, err
+			}
+			if len(got) != len(old) {
+				return nil, fmt.Errorf("%w: %d tree hashes for %d indexes", ErrCorrupt, len(got), len(old))
+			}
+			j := 0
+			for i, x := range idx {
+				if x < bd.base {
+					out[i] = got[j]
+					j++
+				}
+			}
+		}
+		return out, nil
+	}))
+	if err != nil {
+		return err
+	}
+	if got := tlog.StoredHashIndex(0, n); got != bd.base+int64(len(b.Hashes)) {
+		return fmt.Errorf("%w: tree hashes of seq %d start at %d, not %d", ErrCorrupt, it.e.Seq, got, bd.base+int64(len(b.Hashes)))
+	}
+	b.Hashes = append(b.Hashes, hashes...)
+	if it.blob != nil {
+		sum := entry.Sum256(it.blob)
+		if _, ok := b.Blobs[sum]; !ok {
+			b.Blobs[sum] = it.blob
+		}
+	}
+	b.Entries = append(b.Entries, Appended{Entry: it.e, Raw: it.raw, Hash: it.hash})
+	bd.items[it.e.Seq] = it.e
+	return nil
+}
+
+// blob returns the bytes under sum from the batch or the view.
+func (bd *builder) blob(sum entry.Hash) ([]byte, error) {
+	if b, ok := bd.b.Blobs[sum]; ok {
+		return b, nil
+	}
+	return bd.v.Blob(sum)
 }
 
 // lifts returns the blocked agents whose locked prompt hash differs
 // between the lock in force and next, sorted.
-func (w *writer) lifts(st *entry.State, changes func(old, new []byte) ([]string, error), next []byte) ([]string, error) {
+func (bd *builder) lifts(st *entry.State, changes func(old, new []byte) ([]string, error), next []byte) ([]string, error) {
 	lifts := []string{}
 	if changes == nil || !st.HasLock {
 		return lifts, nil
 	}
-	old := w.blobs.Get(st.Lock[:])
-	if old == nil {
-		return nil, &fatalError{fmt.Errorf("%w: the lock in force (%s) is not stored", ErrCorrupt, st.Lock)}
+	old, err := bd.blob(st.Lock)
+	if err != nil {
+		return nil, &fatalError{fmt.Errorf("%w: the lock in force (%s) is not stored: %v", ErrCorrupt, st.Lock, err)}
 	}
 	changed, err := changes(clone(old), next)
 	if err != nil {
@@ -567,32 +528,63 @@ func (w *writer) lifts(st *entry.State, changes func(old, new []byte) ([]string,
 	return lifts, nil
 }
 
-// redactable checks that seq is a handoff entry and, with stored, that its
-// payload bytes are stored and not removed by an earlier redaction.
-func (w *writer) redactable(seq uint64, stored bool) error {
-	t, err := w.entry(seq)
+// entry returns entry seq from the batch or the view.
+func (bd *builder) entry(seq uint64) (*entry.Entry, error) {
+	if e, ok := bd.items[seq]; ok {
+		return e, nil
+	}
+	if seq == 0 || seq > bd.b.At.Seq {
+		return nil, fmt.Errorf("seq %d: %w", seq, ErrNotFound)
+	}
+	raw, err := bd.v.Entry(seq)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("seq %d: %w", seq, ErrNotFound)
+	}
 	if err != nil {
-		return err
+		return nil, &fatalError{err}
+	}
+	e, err := entry.Decode(raw)
+	if err != nil {
+		return nil, &fatalError{&RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}}
+	}
+	return e, nil
+}
+
+// redactable checks that seq is a handoff entry and, with stored, that its
+// payload bytes are stored and not removed by an earlier redaction. It
+// returns the payload's SHA-256.
+func (bd *builder) redactable(seq uint64, stored bool) (entry.Hash, error) {
+	t, err := bd.entry(seq)
+	if err != nil {
+		return entry.Hash{}, err
 	}
 	if t.Kind != entry.KindHandoff {
-		return fmt.Errorf("seq %d is a %s entry: %w", seq, t.Kind, ErrNotRedactable)
+		return entry.Hash{}, fmt.Errorf("seq %d is a %s entry: %w", seq, t.Kind, ErrNotRedactable)
 	}
+	sum := *t.PayloadSHA256
 	if !stored {
-		return nil
+		return sum, nil
 	}
-	for _, r := range w.st.Delta.Redactions {
-		if r.Of == seq {
-			return fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
-		}
+	if slices.Contains(bd.b.Erase, sum) {
+		return sum, fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
 	}
-	if w.blobs.Get(t.PayloadSHA256[:]) == nil {
-		if w.redacted.Get(t.PayloadSHA256[:]) != nil {
-			return fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
-		}
-		return fmt.Errorf("payload of seq %d was not stored: %w", seq, ErrNotRedactable)
+	_, err = bd.blob(sum)
+	switch {
+	case err == nil:
+		return sum, nil
+	case errors.Is(err, ErrRedacted):
+		return sum, fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
+	case errors.Is(err, ErrNotFound):
+		return sum, fmt.Errorf("payload of seq %d was not stored: %w", seq, ErrNotRedactable)
+	default:
+		return sum, &fatalError{err}
 	}
-	return nil
 }
+
+// MaxIndexedString bounds the strings a driver may use as raw keys
+// (blocked agents). Longer ones make Append fail the request rather than
+// the batch.
+const MaxIndexedString = 4096
 
 // encode validates e and returns its canonical bytes and hash; e's index
 // strings must be storable as keys. The bytes decode back to e (every
@@ -605,197 +597,14 @@ func encode(e *entry.Entry) (item, error) {
 		return item{}, err
 	}
 	for _, a := range e.Blocks {
-		if a == "" || len(a) > maxIndexedString {
-			return item{}, fmt.Errorf("%w: seq %d: blocks entry of %d bytes (want 1-%d)", entry.ErrMalformed, e.Seq, len(a), maxIndexedString)
+		if a == "" || len(a) > MaxIndexedString {
+			return item{}, fmt.Errorf("%w: seq %d: blocks entry of %d bytes (want 1-%d)", entry.ErrMalformed, e.Seq, len(a), MaxIndexedString)
 		}
 	}
-	if len(e.Agent) > maxIndexedString {
-		return item{}, fmt.Errorf("%w: seq %d: agent of %d bytes (want <= %d)", entry.ErrMalformed, e.Seq, len(e.Agent), maxIndexedString)
+	if len(e.Agent) > MaxIndexedString {
+		return item{}, fmt.Errorf("%w: seq %d: agent of %d bytes (want <= %d)", entry.ErrMalformed, e.Seq, len(e.Agent), MaxIndexedString)
 	}
 	return item{e: e, raw: raw, hash: entry.LeafHash(raw)}, nil
-}
-
-// entry reads and decodes a stored entry inside the transaction.
-func (w *writer) entry(seq uint64) (*entry.Entry, error) {
-	raw := w.entries.Get(be64(seq))
-	if raw == nil {
-		return nil, fmt.Errorf("seq %d: %w", seq, ErrNotFound)
-	}
-	e, err := entry.Decode(raw)
-	if err != nil {
-		return nil, &fatalError{&RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}}
-	}
-	return e, nil
-}
-
-// put writes one entry and everything derived from it.
-func (w *writer) put(it item) error {
-	e := it.e
-	key := be64(e.Seq)
-	if e.Seq != w.seq+1 || w.entries.Get(key) != nil {
-		return fmt.Errorf("%w: entry %d already exists", ErrCorrupt, e.Seq)
-	}
-	if err := w.entries.Put(key, it.raw); err != nil {
-		return err
-	}
-	hashes, err := tlog.StoredHashesForRecordHash(int64(e.Seq-1), tlog.Hash(it.hash), treeReader(w.tree))
-	if err != nil {
-		return err
-	}
-	base := tlog.StoredHashIndex(0, int64(e.Seq-1))
-	for i, h := range hashes {
-		if err := w.tree.Put(be64(uint64(base)+uint64(i)), clone(h[:])); err != nil {
-			return err
-		}
-	}
-	if it.blob != nil {
-		sum := entry.Sum256(it.blob)
-		if w.blobs.Get(sum[:]) == nil {
-			if err := w.blobs.Put(sum[:], append(make([]byte, 0, len(it.blob)), it.blob...)); err != nil {
-				return err
-			}
-		}
-	}
-	w.unindexed = append(w.unindexed, indexed{e.Seq, indexKeys(e)})
-	w.seq, w.head, w.last = e.Seq, it.hash, e.Time.Time
-	return w.meta.Put(metaHead, cat(key, it.hash[:]))
-}
-
-// persist writes what the writer's entries changed in the derived state
-// (the fold's Delta and the scalars of its Head) into the state tables and
-// meta, once per commit.
-func (w *writer) persist() error {
-	d, h := &w.st.Delta, &w.st.Head
-	if d.ClearBlocked {
-		if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
-			return err
-		}
-		b, err := w.tx.CreateBucket(bucketBlocked)
-		if err != nil {
-			return err
-		}
-		w.blocked = b
-	}
-	for _, a := range sortedKeys(d.Unblocked) {
-		if err := w.blocked.Delete([]byte(a)); err != nil {
-			return err
-		}
-	}
-	for _, a := range sortedKeys(d.Blocked) {
-		if err := w.blocked.Put([]byte(a), be64(d.Blocked[a])); err != nil {
-			return err
-		}
-	}
-	for _, id := range sortedKeys(d.Accepted) {
-		a := d.Accepted[id]
-		k := entry.Sum256([]byte(id))
-		if err := w.accepted.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
-			return err
-		}
-	}
-	for _, key := range sortedKeys(d.Idempotent) {
-		a := d.Idempotent[key]
-		k := entry.Sum256([]byte(key))
-		if err := w.idm.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
-			return err
-		}
-	}
-	for _, r := range d.Redactions {
-		t, err := w.entry(r.Of)
-		if err != nil {
-			return err
-		}
-		if err := w.blobs.Delete(t.PayloadSHA256[:]); err != nil {
-			return err
-		}
-		if err := w.redacted.Put(clone(t.PayloadSHA256[:]), be64(r.Seq)); err != nil {
-			return err
-		}
-	}
-	if h.HasManifest {
-		if err := w.meta.Put(metaManifest, clone(h.Manifest[:])); err != nil {
-			return err
-		}
-	}
-	if h.HasLock {
-		if err := w.meta.Put(metaLock, clone(h.Lock[:])); err != nil {
-			return err
-		}
-	}
-	if h.Key != "" {
-		if err := w.meta.Put(metaKey, []byte(h.Key)); err != nil {
-			return err
-		}
-	}
-	// The tables now hold the delta: start the next requests from them.
-	w.st = entry.NewState(*h, boltTables{w})
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// treeReader reads stored tlog hashes from the tree bucket.
-func treeReader(b *bolt.Bucket) tlog.HashReaderFunc {
-	return func(indexes []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(indexes))
-		for i, x := range indexes {
-			v := b.Get(be64(uint64(x)))
-			if len(v) != len(tlog.Hash{}) {
-				return nil, fmt.Errorf("%w: tree hash %d is %d bytes", ErrCorrupt, x, len(v))
-			}
-			copy(out[i][:], v)
-		}
-		return out, nil
-	}
-}
-
-// boltTables reads the state tables of a writer's transaction.
-type boltTables struct{ w *writer }
-
-func (t boltTables) Accepted(id string) (entry.Accept, bool, error) {
-	return readAccept(t.w.accepted, id, "idx_accepted")
-}
-
-func (t boltTables) Idempotent(key string) (entry.Accept, bool, error) {
-	return readAccept(t.w.idm, key, "idx_idempotency")
-}
-
-func readAccept(b *bolt.Bucket, s, name string) (entry.Accept, bool, error) {
-	if b == nil { // a read-only view of a file before format 3
-		return entry.Accept{}, false, nil
-	}
-	k := entry.Sum256([]byte(s))
-	v := b.Get(k[:])
-	if v == nil {
-		return entry.Accept{}, false, nil
-	}
-	if len(v) != 40 {
-		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ErrCorrupt, name, len(v))
-	}
-	a := entry.Accept{Seq: binary.BigEndian.Uint64(v)}
-	copy(a.Payload[:], v[8:])
-	return a, true, nil
-}
-
-func (t boltTables) Blocked(agent string) (uint64, bool, error) {
-	if agent == "" || len(agent) > maxIndexedString {
-		return 0, false, nil
-	}
-	v := t.w.blocked.Get([]byte(agent))
-	if v == nil {
-		return 0, false, nil
-	}
-	if len(v) != 8 {
-		return 0, false, fmt.Errorf("%w: blocked value is %d bytes", ErrCorrupt, len(v))
-	}
-	return binary.BigEndian.Uint64(v), true, nil
 }
 
 // callBuild runs a caller's Build, turning its panic into this request's
@@ -807,4 +616,12 @@ func callBuild(build func(State, *entry.Entry) error, st State, e *entry.Entry) 
 		}
 	}()
 	return build(st, e)
+}
+
+// clone copies b (nil stays nil).
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
 }

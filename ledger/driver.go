@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/govledger/govledger/entry"
 
@@ -15,6 +16,20 @@ import (
 // missed, folds them into its state, decides the affected requests again
 // and retries.
 var ErrConflict = errors.New("ledger: head moved (compare-and-append conflict)")
+
+// ErrUnavailable is wrapped by a Driver error caused by the store being out
+// of reach (a lost connection, a database restarting or refusing
+// connections), not by anything wrong with the ledger. An Append that
+// returns it stored nothing, unless the error also wraps ErrOutcomeUnknown.
+// Either way the core stays writable: its next batch is built on the head
+// actually stored, so the chain cannot fork; a server answers 503 and the
+// client retries (with its idempotency key, so a batch that did land is
+// not appended twice).
+var ErrUnavailable = errors.New("ledger: store unavailable")
+
+// ErrOutcomeUnknown is wrapped by an Append error when the batch was sent
+// but the driver could not learn whether it was stored.
+var ErrOutcomeUnknown = errors.New("ledger: commit outcome unknown")
 
 // A Driver stores one ledger: its canonical entries, the blobs they name
 // (payloads, snapshot bytes), the Merkle tree's stored hashes, the derived
@@ -67,7 +82,7 @@ type View interface {
 	Entry(seq uint64) ([]byte, error)
 	// Scan calls fn with each entry from seq from through Head().Seq in
 	// order, stopping at the first error fn returns (returned as is) or
-	// when ctx is done.
+	// when ctx is done. raw is valid only during the call.
 	Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []byte) error) error
 	// Blob returns the bytes stored under their SHA-256: ErrNotFound when
 	// none are, ErrRedacted when a redaction erased them.
@@ -95,16 +110,53 @@ type Batch struct {
 	// bytes, decoded form and leaf hash.
 	Entries []Appended
 	// Blobs are bytes to store under their SHA-256: payloads and snapshot
-	// contents. A blob already stored is left as it is.
+	// contents. A blob already stored is left as it is. The slices belong
+	// to the caller: a driver that keeps them copies them.
 	Blobs map[entry.Hash][]byte
-	// Erase names blobs a redaction in this batch removes. After Append
-	// returns, their bytes must not be recoverable from the storage: not
-	// from the live data, and not from freed pages or dead rows the
-	// storage keeps (bbolt rewrites the file; PostgreSQL vacuums).
+	// Erase names blobs a redaction in this batch removes: Erase[i] is the
+	// payload_sha256 of the entry Delta.Redactions[i].Of, so the two have
+	// the same length. They are removed after Blobs are stored, and a view
+	// then answers ErrRedacted for them (until a later batch stores the
+	// same bytes again). After Append returns, their bytes must not be
+	// readable through any new view, and the driver removes them from
+	// freed pages or dead rows as soon as no older view can still read
+	// them: bbolt rewrites the file when its last older view closes;
+	// PostgreSQL vacuums once no older snapshot remains on any replica.
+	// What the storage copied elsewhere (write-ahead log, backups,
+	// standbys) is outside a driver's reach; each driver documents it.
 	Erase []entry.Hash
 	// Hashes are the tree's new stored hashes, in tlog storage order,
 	// starting at index tlog.StoredHashIndex(0, int64(At.Seq)).
 	Hashes []tlog.Hash
 	// Delta is what the entries changed in the derived tables.
 	Delta entry.Delta
+}
+
+// Check reports whether b is a well-formed extension of its own At: seqs
+// follow At.Seq without a gap, each entry's prev is the hash before it and
+// its hash is the leaf hash of its bytes, Head names the last entry, there
+// are as many stored hashes as the tree gains, and one erased blob per
+// redaction. A driver calls it before storing b: it stores what the core
+// builds, but must not store a broken chain. Errors wrap ErrCorrupt.
+func (b *Batch) Check() error {
+	if len(b.Entries) == 0 || b.Head.Seq != b.At.Seq+uint64(len(b.Entries)) {
+		return fmt.Errorf("%w: batch of %d entries from seq %d to %d", ErrCorrupt, len(b.Entries), b.At.Seq, b.Head.Seq)
+	}
+	prev := b.At.Hash
+	for i, a := range b.Entries {
+		if a.Entry == nil || a.Entry.Seq != b.At.Seq+uint64(i)+1 || a.Entry.Prev != prev || entry.LeafHash(a.Raw) != a.Hash {
+			return fmt.Errorf("%w: batch entry %d does not continue the chain", ErrCorrupt, b.At.Seq+uint64(i)+1)
+		}
+		prev = a.Hash
+	}
+	if prev != b.Head.Hash {
+		return fmt.Errorf("%w: batch head hash is not its last entry's", ErrCorrupt)
+	}
+	if want := tlog.StoredHashIndex(0, int64(b.Head.Seq)) - tlog.StoredHashIndex(0, int64(b.At.Seq)); int64(len(b.Hashes)) != want {
+		return fmt.Errorf("%w: batch has %d tree hashes, want %d", ErrCorrupt, len(b.Hashes), want)
+	}
+	if len(b.Erase) != len(b.Delta.Redactions) {
+		return fmt.Errorf("%w: batch erases %d blobs for %d redactions", ErrCorrupt, len(b.Erase), len(b.Delta.Redactions))
+	}
+	return nil
 }

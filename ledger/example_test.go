@@ -3,23 +3,24 @@ package ledger_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/memory"
 )
 
 // Append records an operator's unblock, after bringing a manifest and a
 // lock into force.
 func ExampleLedger_Append() {
-	dir, _ := os.MkdirTemp("", "ledger-example")
-	defer os.RemoveAll(dir)
-	l, err := ledger.Open(filepath.Join(dir, "govledger.db"), &ledger.Options{
-		Origin: "example.com/ledger",
-		Now:    func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC) },
+	d, err := memory.New("example.com/ledger") // or bolt.OpenDriver, a file
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, err := ledger.New(d, &ledger.Options{
+		Now: func() time.Time { return time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC) },
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -1,16 +1,13 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Get returns entry seq, decoded, and its stored bytes. It returns an error
@@ -18,19 +15,21 @@ import (
 // wrapping ErrCorrupt for bytes that do not decode.
 func (l *Ledger) Get(seq uint64) (*entry.Entry, []byte, error) {
 	var raw []byte
-	err := l.view(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketEntries)
-		if err != nil {
-			return err
-		}
-		raw = clone(b.Get(be64(seq)))
-		return nil
+	err := l.view(context.Background(), func(v View) error {
+		var err error
+		raw, err = v.Entry(seq)
+		return err
 	})
+	return decodeAt(seq, raw, err)
+}
+
+// decodeAt decodes raw, read as entry seq with error err.
+func decodeAt(seq uint64, raw []byte, err error) (*entry.Entry, []byte, error) {
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, &RecordError{Seq: seq, Op: "get", Err: ErrNotFound}
+	}
 	if err != nil {
 		return nil, nil, err
-	}
-	if raw == nil {
-		return nil, nil, &RecordError{Seq: seq, Op: "get", Err: ErrNotFound}
 	}
 	e, err := entry.Decode(raw)
 	if err != nil {
@@ -42,58 +41,36 @@ func (l *Ledger) Get(seq uint64) (*entry.Entry, []byte, error) {
 	return e, raw, nil
 }
 
-func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
-	b := tx.Bucket(name)
-	if b == nil {
-		return nil, fmt.Errorf("%w: bucket %q missing", ErrCorrupt, name)
-	}
-	return b, nil
-}
-
 // Blob returns the payload or snapshot bytes whose SHA-256 is sum. It
 // returns an error wrapping ErrRedacted for bytes a redaction removed,
 // ErrNotFound for bytes never stored, and ErrCorrupt when the stored bytes
 // do not hash to sum.
 func (l *Ledger) Blob(sum entry.Hash) ([]byte, error) {
 	var data []byte
-	var redacted bool
-	err := l.view(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketBlobs)
-		if err != nil {
-			return err
-		}
-		data = clone(b.Get(sum[:]))
-		if data == nil {
-			r, err := bucket(tx, bucketRedacted)
-			if err != nil {
-				return err
-			}
-			redacted = r.Get(sum[:]) != nil
-		}
-		return nil
+	err := l.view(context.Background(), func(v View) error {
+		var err error
+		data, err = v.Blob(sum)
+		return err
 	})
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case data != nil:
-		if entry.Sum256(data) != sum {
-			return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ErrCorrupt, entry.Sum256(data))
-		}
-		return data, nil
-	case redacted:
-		return nil, fmt.Errorf("blob %s: %w", sum, ErrRedacted)
-	default:
-		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotFound)
 	}
+	if got := entry.Sum256(data); got != sum {
+		return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ErrCorrupt, got)
+	}
+	return data, nil
 }
 
-// Scan calls fn for every stored entry with seq >= from, in key order, with
-// a copy of its stored bytes. It reads in chunks, each in its own short read
-// transaction, and calls fn outside any transaction, so memory stays
-// bounded and a concurrent writer is never held up for long; entries
-// appended during the scan may or may not be seen. Scan stops at the first
-// error of fn or ctx. It does not decode or check the bytes (see verify);
-// a key that is not 8 bytes gives a *RecordError wrapping ErrCorrupt.
+// errChunk stops a view's Scan when a chunk is full.
+var errChunk = errors.New("chunk full")
+
+// Scan calls fn for every stored entry with seq >= from, in seq order,
+// with a copy of its stored bytes. It reads in chunks, each from its own
+// short-lived view, and calls fn outside any view, so memory stays bounded
+// and a concurrent writer is never held up for long; entries appended
+// during the scan may or may not be seen. Scan stops at the first error of
+// fn or ctx. It does not decode or check the bytes (see verify); a damaged
+// store gives a *RecordError wrapping ErrCorrupt.
 func (l *Ledger) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []byte) error) error {
 	const maxCount, maxBytes = 512, 4 << 20
 	type kv struct {
@@ -106,26 +83,22 @@ func (l *Ledger) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw 
 			return err
 		}
 		var chunk []kv
+		size := 0
 		done := true
-		err := l.view(func(tx *bolt.Tx) error {
-			b, err := bucket(tx, bucketEntries)
-			if err != nil {
-				return err
-			}
-			c := b.Cursor()
-			size := 0
-			for k, v := c.Seek(be64(next)); k != nil; k, v = c.Next() {
+		err := l.view(ctx, func(v View) error {
+			err := v.Scan(ctx, next, func(seq uint64, raw []byte) error {
 				if len(chunk) == maxCount || size >= maxBytes {
 					done = false
-					break
+					return errChunk
 				}
-				if len(k) != 8 {
-					return &RecordError{Op: "scan", Err: fmt.Errorf("%w: entry key %x is not 8 bytes", ErrCorrupt, k)}
-				}
-				chunk = append(chunk, kv{binary.BigEndian.Uint64(k), clone(v)})
-				size += len(v)
+				chunk = append(chunk, kv{seq, clone(raw)})
+				size += len(raw)
+				return nil
+			})
+			if err == errChunk {
+				err = nil
 			}
-			return nil
+			return err
 		})
 		if err != nil {
 			return err
@@ -159,99 +132,20 @@ type Query struct {
 }
 
 // Find returns, in ascending order, the seqs of entries matching every
-// field of q. It reads candidates from the most selective index, adds the
-// entries the secondary indexes do not cover yet (Options.IndexBatch), and
-// confirms each against the decoded entry (index keys are hashes).
+// field of q, as the driver's indexes find them (View.Find).
 func (l *Ledger) Find(q Query) ([]uint64, error) {
-	var idx, prefix []byte
-	switch {
-	case q.HandoffID != "":
-		idx, prefix = bucketIdxHandoff, xxh(q.HandoffID)
-	case q.WorkflowID != "":
-		idx, prefix = bucketIdxWork, xxh(q.WorkflowID)
-	case q.Agent != "":
-		idx, prefix = bucketIdxAgent, xxh(q.Agent)
-	case q.Decision != "":
-		idx, prefix = bucketIdxDecide, []byte(q.Decision)
-	default:
-		idx = bucketIdxTime
-	}
-	var cands []uint64
-	var indexed, head uint64
-	err := l.view(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, idx)
-		if err != nil {
-			return err
-		}
-		m := tx.Bucket(bucketMeta)
-		if head, _, err = readHead(m); err != nil {
-			return err
-		}
-		if indexed, err = readIndexed(m, head); err != nil {
-			return err
-		}
-		c := b.Cursor()
-		var k []byte
-		switch {
-		case prefix != nil:
-			k, _ = c.Seek(prefix)
-		case !q.Since.IsZero():
-			k, _ = c.Seek(timeKey(q.Since.UTC()))
-		default:
-			k, _ = c.First()
-		}
-		for ; k != nil; k, _ = c.Next() {
-			if prefix != nil && !bytes.HasPrefix(k, prefix) {
-				break
-			}
-			if prefix == nil && !q.Until.IsZero() && bytes.Compare(k, timeKey(q.Until.UTC())) >= 0 {
-				break
-			}
-			want := len(prefix) + 8
-			if prefix == nil {
-				want = 12 + 8
-			}
-			if len(k) != want {
-				continue // a longer decision string sharing the prefix
-			}
-			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); seq <= indexed {
-				cands = append(cands, seq)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if prefix != nil {
-		sortSeqs(cands)
-	}
-	// Entries beyond meta "indexed" have no index keys yet: every one is a
-	// candidate, confirmed below like the others.
-	for seq := indexed + 1; seq <= head; seq++ {
-		cands = append(cands, seq)
-	}
 	var out []uint64
-	for _, seq := range cands {
-		e, _, err := l.Get(seq)
-		if err != nil {
-			return nil, err
-		}
-		if q.matches(e) {
-			out = append(out, seq)
-		}
-	}
-	if q.Limit > 0 && len(out) > q.Limit {
-		if q.Newest {
-			out = out[len(out)-q.Limit:]
-		} else {
-			out = out[:q.Limit]
-		}
-	}
-	return out, nil
+	err := l.view(context.Background(), func(v View) error {
+		var err error
+		out, err = v.Find(context.Background(), q)
+		return err
+	})
+	return out, err
 }
 
-func (q *Query) matches(e *entry.Entry) bool {
+// Match reports whether e matches every field of q but Limit and Newest.
+// A driver's Find confirms each candidate its indexes give with it.
+func (q *Query) Match(e *entry.Entry) bool {
 	if q.HandoffID != "" && (!e.HandoffID.Valid || e.HandoffID.S != q.HandoffID) {
 		return false
 	}
@@ -277,57 +171,51 @@ func (q *Query) matches(e *entry.Entry) bool {
 	return true
 }
 
-func sortSeqs(s []uint64) {
-	// Index keys are prefix||seq, so one prefix's seqs are already sorted;
-	// this only guards against a hostile file.
-	for i := 1; i < len(s); i++ {
-		if s[i] < s[i-1] {
-			slices.Sort(s)
-			return
+// Cut applies q.Limit and q.Newest to the ascending matches seqs.
+func (q *Query) Cut(seqs []uint64) []uint64 {
+	if q.Limit > 0 && len(seqs) > q.Limit {
+		if q.Newest {
+			return seqs[len(seqs)-q.Limit:]
 		}
+		return seqs[:q.Limit]
 	}
-}
-
-// WriteTo writes a consistent copy of the whole ledger file to w (a hot
-// backup), in one read transaction.
-func (l *Ledger) WriteTo(w io.Writer) (n int64, err error) {
-	err = l.view(func(tx *bolt.Tx) error {
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
+	return seqs
 }
 
 // Redact removes the stored payload bytes of handoff entry seq (its hash
 // stays in the entry) and appends a redaction entry carrying note. The
-// bytes are removed for every entry with the same payload. Errors wrap
+// bytes are removed for every entry with the same payload, and the driver
+// makes them unrecoverable from its storage (Batch.Erase). Errors wrap
 // ErrNotFound (no such entry), ErrNotRedactable (not a handoff, or its
 // payload was never stored) or ErrRedacted (already removed), plus the
 // errors of Append.
 func (l *Ledger) Redact(ctx context.Context, seq uint64, note string) (*Result, error) {
+	return l.RedactAs(ctx, seq, note, "")
+}
+
+// RedactAs is Redact recording submitter (the operator who asked; "" for
+// none) as the redaction entry's submitter.
+func (l *Ledger) RedactAs(ctx context.Context, seq uint64, note, submitter string) (*Result, error) {
 	return l.Append(ctx, &Request{redact: true, Build: func(st State, e *entry.Entry) error {
 		if seq == 0 || seq >= e.Seq {
 			return fmt.Errorf("seq %d: %w", seq, ErrNotFound)
 		}
-		e.Kind, e.RedactedSeq, e.Note = entry.KindRedaction, seq, note
+		e.Kind, e.RedactedSeq, e.Note, e.Submitter = entry.KindRedaction, seq, note, submitter
 		return nil
 	}})
 }
 
 // View calls fn with the ledger's derived state (accepted handoff ids,
-// blocked agents, snapshots in force) as of the last commit, inside one
-// read transaction, so a caller can decide without recording ("govledger
+// blocked agents, snapshots in force) as of the last commit, on one
+// consistent view, so a caller can decide without recording ("govledger
 // validate"). st must not be used after fn returns.
 func (l *Ledger) View(fn func(st State) error) error {
-	return l.view(func(tx *bolt.Tx) error {
-		w, err := newWriter(tx, l.now, nil)
-		if err != nil {
+	return l.view(context.Background(), func(v View) error {
+		st := entry.NewState(v.Head(), v)
+		if err := fn(st); err != nil {
 			return err
 		}
-		if err := fn(w.st); err != nil {
-			return err
-		}
-		return w.st.Err()
+		return st.Err()
 	})
 }
 
@@ -343,28 +231,32 @@ type Block struct {
 // entry: an unblock, or a lock snapshot that lifts it.
 func (l *Ledger) Blocks() ([]Block, error) {
 	var out []Block
-	err := l.view(func(tx *bolt.Tx) error {
-		b, err := bucket(tx, bucketBlocked)
+	err := l.view(context.Background(), func(v View) error {
+		m, err := v.Blocks()
 		if err != nil {
 			return err
 		}
-		return b.ForEach(func(k, v []byte) error {
-			if len(v) != 8 {
-				return fmt.Errorf("%w: blocked value for %q is %d bytes", ErrCorrupt, k, len(v))
-			}
-			out = append(out, Block{Agent: string(k), Seq: binary.BigEndian.Uint64(v)})
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		e, _, err := l.Get(out[i].Seq)
-		if err != nil {
-			return nil, err
+		for a, seq := range m {
+			out = append(out, Block{Agent: a, Seq: seq})
 		}
-		out[i].Entry = e
-	}
-	return out, nil
+		slices.SortFunc(out, func(a, b Block) int {
+			if a.Agent < b.Agent {
+				return -1
+			}
+			if a.Agent > b.Agent {
+				return 1
+			}
+			return 0
+		})
+		for i := range out {
+			raw, err := v.Entry(out[i].Seq)
+			e, _, err := decodeAt(out[i].Seq, raw, err)
+			if err != nil {
+				return err
+			}
+			out[i].Entry = e
+		}
+		return nil
+	})
+	return out, err
 }

@@ -1,17 +1,17 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // The ledger's entries are the leaves of an RFC 6962 Merkle tree: leaf i
 // (0-based) is entry seq i+1, and its leaf hash is the entry hash,
 // tlog.RecordHash(canonical bytes). The tree's stored hashes
-// (tlog.StoredHashes) are written in the same transaction as each entry,
-// so every method below reads O(log n) hashes.
+// (tlog.StoredHashes) are stored in the same batch as each entry, so
+// every method below reads O(log n) hashes.
 
 // TreeSize returns the number of leaves: the head seq.
 func (l *Ledger) TreeSize() (uint64, error) {
@@ -62,24 +62,16 @@ func (l *Ledger) ProveConsistency(oldSize, newSize uint64) (p tlog.TreeProof, er
 	return p, err
 }
 
-// treeView runs fn over the stored tree in one read transaction after
-// checking size <= head.
+// treeView runs fn over the stored tree of one view after checking
+// size <= head.
 func (l *Ledger) treeView(size uint64, fn func(tlog.HashReader) error) error {
 	if size > 1<<62 {
 		return fmt.Errorf("tree size %d: %w", size, ErrBadRange)
 	}
-	return l.view(func(tx *bolt.Tx) error {
-		head, _, err := readHead(tx.Bucket(bucketMeta))
-		if err != nil {
-			return err
-		}
-		if size > head {
+	return l.view(context.Background(), func(v View) error {
+		if head := v.Head().Seq; size > head {
 			return fmt.Errorf("tree size %d > %d: %w", size, head, ErrBadRange)
 		}
-		t, err := bucket(tx, bucketTree)
-		if err != nil {
-			return err
-		}
-		return fn(treeReader(t))
+		return fn(v)
 	})
 }

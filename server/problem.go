@@ -42,6 +42,7 @@ const (
 	CodeUnauthenticated     = "UNAUTHENTICATED"      // 401: no, unknown or expired credential
 	CodeForbiddenScope      = "FORBIDDEN_SCOPE"      // 403: the principal lacks a scope the route needs
 	CodeForbiddenSource     = "FORBIDDEN_SOURCE"     // 403: the handoff's source is not one of the principal's agents
+	CodeForbiddenCSRF       = "FORBIDDEN_CSRF"       // 403: a UI form without its session's CSRF token, or from another origin
 	CodeNotFound            = "NOT_FOUND"            // 404
 	CodeMethodNotAllowed    = "METHOD_NOT_ALLOWED"   // 405
 	CodeIdempotencyConflict = "IDEMPOTENCY_CONFLICT" // 409: key reused with other bytes
@@ -61,6 +62,7 @@ var problemTitles = map[string]string{
 	CodeUnauthenticated:     "Authentication required",
 	CodeForbiddenScope:      "Missing scope",
 	CodeForbiddenSource:     "Source agent not allowed",
+	CodeForbiddenCSRF:       "Cross-site request refused",
 	CodeNotFound:            "Not found",
 	CodeMethodNotAllowed:    "Method not allowed",
 	CodeIdempotencyConflict: "Idempotency key reused",

@@ -54,6 +54,10 @@ type Config struct {
 	Metrics *Metrics
 	// QueueDepth, when set, is exported as govledger_commit_queue_depth.
 	QueueDepth func() int
+	// UI, when set, is mounted under /ui/ (the audit viewer, package
+	// server/ui); its session cookie then also authenticates GET requests
+	// of the API.
+	UI UI
 
 	MaxBody       int64 // bytes of one document (POST /v1/handoffs, /v1/validate): 413 beyond
 	MaxBatchBody  int64 // bytes of a POST /v1/handoffs:batch body: 413 beyond
@@ -220,7 +224,66 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
+	if cfg.UI != nil {
+		s.mux.Handle("/ui/", s.mountUI(cfg.UI))
+		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+	}
 	return s, nil
+}
+
+// UI is a web interface the server mounts under /ui/. It answers its own
+// requests (authenticating them by its session cookie, answering errors
+// with ServeError) and authenticates the API's GET requests that carry no
+// Authorization header.
+type UI interface {
+	http.Handler
+	// Session returns the principal of the request's session cookie: nil
+	// and no error when it carries none, an error wrapping
+	// ErrUnauthenticated for an unknown or expired session.
+	Session(r *http.Request) (*Principal, error)
+}
+
+// mountUI wraps the UI: its requests are logged and counted under the
+// route "/ui/", with their session's principal.
+func (s *Server) mountUI(ui UI) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		info.route = "/ui/"
+		if p, err := ui.Session(r); err == nil && p != nil {
+			info.principal = p.Name
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		ui.ServeHTTP(w, r)
+	})
+}
+
+// ServeError answers err as the API answers errors, with a problem
+// (application/problem+json) whose status follows the sentinels of
+// errors.go; for handlers mounted in the server, such as the UI.
+func ServeError(w http.ResponseWriter, r *http.Request, err error) {
+	info := infoFrom(r.Context())
+	if info.s == nil {
+		status, code, detail, _ := classify(err, false)
+		p := newProblem(status, code, detail)
+		p.Instance = r.URL.Path
+		writeProblem(w, p)
+		return
+	}
+	var he *httpError
+	switch {
+	case errors.Is(err, ErrUnauthenticated):
+		info.s.metrics.authFail.WithLabelValues("ui").Inc()
+	case errors.As(err, &he) && he.code == CodeForbiddenScope:
+		info.s.metrics.authFail.WithLabelValues("scope").Inc()
+	}
+	info.s.answerError(w, r, info, err)
+}
+
+// HTTPError returns an error that ServeError answers with status and code
+// (one of the Code constants) and detail.
+func HTTPError(status int, code, detail string) error {
+	return &httpError{status: status, code: code, detail: detail}
 }
 
 // Handler returns the server's http.Handler (every route, with request
@@ -331,6 +394,7 @@ type reqInfo struct {
 	principal string
 	err       error // the error answered, for the log
 	panicked  bool
+	s         *Server
 }
 
 type infoKey struct{}
@@ -392,7 +456,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // serveHTTP is the outermost handler: request id, recovery, log, metrics.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	info := &reqInfo{id: requestID(r)}
+	info := &reqInfo{id: requestID(r), s: s}
 	w.Header().Set("X-Request-Id", info.id)
 	sw := &statusWriter{ResponseWriter: w, s: s, r: r, info: info}
 	defer func() {
@@ -577,6 +641,17 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Principa
 	}
 	switch authz := r.Header.Values("Authorization"); len(authz) {
 	case 0:
+		// A UI session authenticates reads only: its cookie (SameSite
+		// Strict) must never be enough to write.
+		if s.cfg.UI != nil && r.Method == http.MethodGet {
+			p, err := s.cfg.UI.Session(r)
+			if err != nil {
+				return fail("session", false, err)
+			}
+			if p != nil {
+				return p, nil
+			}
+		}
 	case 1:
 		scheme, token, ok := strings.Cut(authz[0], " ")
 		token = strings.TrimSpace(token)

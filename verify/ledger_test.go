@@ -14,6 +14,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -150,7 +151,7 @@ func buildLedger(t testing.TB) *fixture {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := ledger.Open(path, &ledger.Options{Now: ledgertest.NewClock(start).Now, Origin: "test.example/verify", IndexBatch: 4})
+	l, err := bolt.Open(path, &bolt.Options{Now: ledgertest.NewClock(start).Now, Origin: "test.example/verify", IndexBatch: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func codes(e *entry.Entry) string {
 // check and the stored head, as `govledger verify` does.
 func verifyFile(t testing.TB, path string, opts verify.Options) (*verify.Report, error) {
 	t.Helper()
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true, Timeout: time.Second, CheckPages: true})
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true, Timeout: time.Second, CheckPages: true})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -69,7 +69,7 @@ func sameWithEveryPool(t *testing.T, name string, open opener) (*verify.Report, 
 // fileOpener replays the ledger file at path as `govledger verify` does.
 func fileOpener(t *testing.T, path string) opener {
 	return func() (verify.Source, verify.Options, func()) {
-		l, err := ledger.Open(path, &ledger.Options{ReadOnly: true, Timeout: time.Second, CheckPages: true})
+		l, err := bolt.Open(path, &bolt.Options{ReadOnly: true, Timeout: time.Second, CheckPages: true})
 		if err != nil {
 			t.Fatal(err)
 		}

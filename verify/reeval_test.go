@@ -11,7 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -20,7 +20,7 @@ import (
 // fakeSource (redacted payloads stay redacted).
 func fakeFromLedger(t *testing.T, path string) *fakeSource {
 	t.Helper()
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestReevaluate(t *testing.T) {
 // re-evaluation: same head, same result, no database needed.
 func TestExportLedger(t *testing.T) {
 	f := buildLedger(t)
-	l, err := ledger.Open(f.path, &ledger.Options{ReadOnly: true})
+	l, err := bolt.Open(f.path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"time"
 	"unsafe"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -33,7 +33,7 @@ type live struct {
 // address of the value inside bbolt's read-only memory map.
 func liveValues(t testing.TB, path string) []live {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func liveValues(t testing.TB, path string) []live {
 	at := func(v []byte) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base) }
 	var out []live
 	blobSeq := map[entry.Hash]uint64{}
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		err := tx.Bucket([]byte(ledgertest.BucketEntries)).ForEach(func(k, v []byte) error {
 			e, err := entry.Decode(v)
 			if err != nil {
@@ -184,7 +184,7 @@ func flippedReport(t *testing.T, path string, full bool) (*verify.Report, error)
 	if full {
 		return verifyFile(t, path, verify.Options{})
 	}
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true, Timeout: time.Second})
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func flippedReport(t *testing.T, path string, full bool) (*verify.Report, error)
 func TestTamperNamed(t *testing.T) {
 	f := buildLedger(t)
 	entryBytes := func(t *testing.T, path string, seq uint64) *entry.Entry {
-		l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+		l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}

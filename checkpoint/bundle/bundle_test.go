@@ -19,6 +19,7 @@ import (
 	"github.com/govledger/govledger/checkpoint/internal/memlog"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -73,7 +74,7 @@ func (r realSource) appendOne(t *testing.T, i int) {
 }
 
 func openReal(t *testing.T) *ledger.Ledger {
-	l, err := ledger.Open(filepath.Join(t.TempDir(), "l.db"), &ledger.Options{Origin: origin})
+	l, err := bolt.Open(filepath.Join(t.TempDir(), "l.db"), &bolt.Options{Origin: origin})
 	if err != nil {
 		t.Fatal(err)
 	}

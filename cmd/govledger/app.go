@@ -255,6 +255,7 @@ func commands(g *globals) []*cli.Command {
 		redactCommand(g),
 		registryCommand(g),
 		tokenCommand(g),
+		serveCommand(g),
 		completionCommand(g),
 	}
 }

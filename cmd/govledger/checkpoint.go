@@ -11,6 +11,7 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func checkpointCommand(g *globals) *cli.Command {
@@ -118,7 +119,7 @@ Examples:
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
 			if err != nil {
 				return ledgerErr(g.db, err)
 			}
@@ -218,7 +219,7 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
+	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
 	}

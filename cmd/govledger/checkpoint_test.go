@@ -9,7 +9,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func keypair(t *testing.T) (key, pub string) {
@@ -85,7 +85,7 @@ func TestCheckpointRotate(t *testing.T) {
 	if !strings.Contains(out, "seq 4") {
 		t.Fatalf("rotate output %q", out)
 	}
-	l, err := ledger.Open(db, &ledger.Options{ReadOnly: true})
+	l, err := bolt.Open(db, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

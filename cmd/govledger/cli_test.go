@@ -19,6 +19,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // walkCommands calls fn for every command and subcommand with its path
@@ -266,7 +267,7 @@ func TestCompletionCandidates(t *testing.T) {
 		want []string
 	}{
 		{[]string{""}, []string{"lock", "validate", "record", "verify", "log", "show", "trace", "export", "stats", "unblock", "blocks",
-			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "completion"}},
+			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
 		{[]string{"ver"}, []string{"verify", "verify-proof"}},
 		{[]string{"--o"}, []string{"--output", "--origin"}},
 		{[]string{"verify"}, []string{"verify"}},
@@ -385,7 +386,7 @@ func TestExitCodeTable(t *testing.T) {
 	}
 	noop := func(string) error { return nil }
 	locked := variant("locked.db", noop)
-	holder, err := ledger.Open(locked, nil)
+	holder, err := bolt.Open(locked, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,9 +437,9 @@ func TestExitCodeTable(t *testing.T) {
 		{name: "ledger corrupt", db: variant("corrupt.db", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("version")) }),
 			code: exitFound, msg: "govledger: ledger $DIR/corrupt.db: ledger file is corrupt: meta version is 0 bytes"},
 		{name: "ledger of a newer format", db: variant("newer.db", func(p string) error {
-			return ledgertest.InsertKey(p, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(ledger.FormatVersion+1))
+			return ledgertest.InsertKey(p, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(bolt.FormatVersion+1))
 		}),
-			code: exitInternal, msg: fmt.Sprintf("govledger: ledger $DIR/newer.db: format version %d, this build reads %d: ledger format version mismatch", ledger.FormatVersion+1, ledger.FormatVersion)},
+			code: exitInternal, msg: fmt.Sprintf("govledger: ledger $DIR/newer.db: format version %d, this build reads %d: ledger format version mismatch", bolt.FormatVersion+1, bolt.FormatVersion)},
 		{name: "ledger locked", db: locked, code: exitInternal,
 			msg: "govledger: ledger $DIR/locked.db is in use by another process: ledger is locked"},
 		// A stored entry that fails verification: verify reports it; every

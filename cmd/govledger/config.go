@@ -14,6 +14,7 @@ import (
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -105,7 +106,7 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{Timeout: g.openTimeout(), Origin: g.origin, Now: g.clock()})
+	l, err := bolt.Open(g.db, &bolt.Options{Timeout: g.openTimeout(), Origin: g.origin, Now: g.clock()})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
 	}
@@ -130,7 +131,7 @@ func (g *globals) clock() func() time.Time {
 // corruption (exit 1) instead of crashing inside bbolt. The walk reads each
 // page once.
 func openLedgerRO(g *globals) (*ledger.Ledger, error) {
-	l, err := ledger.Open(g.db, &ledger.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
+	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
 	if err != nil {
 		return nil, ledgerErr(g.db, err)
 	}

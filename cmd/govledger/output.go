@@ -74,6 +74,7 @@ var outputs = map[string][]string{
 	"token create":      {outText, outJSON},
 	"token list":        {outText, outJSON},
 	"token revoke":      {outText, outJSON},
+	"serve":             {outText}, // logs are JSON lines on stderr either way
 	"completion":        {outText},
 	"completion bash":   {outText},
 	"completion zsh":    {outText},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -31,7 +32,7 @@ const testOrigin = "example.com/ledger"
 func newTestLedger(t *testing.T, n int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "govledger.db")
-	l, err := ledger.Open(path, &ledger.Options{Origin: testOrigin, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	l, err := bolt.Open(path, &bolt.Options{Origin: testOrigin, Now: func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func redactCommand(g *globals) *cli.Command {
@@ -41,7 +42,7 @@ Examples:
 			if err != nil || seq == 0 {
 				return usageErr("redact: SEQ %q is not a positive integer", c.Args().First())
 			}
-			l, err := ledger.Open(g.db, &ledger.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
 			if err != nil {
 				return ledgerErr(g.db, err)
 			}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,9 +11,23 @@ import (
 func TestRedact(t *testing.T) {
 	db := newTestLedger(t, 4)
 	key, pub := keypair(t)
+	contains := func(s string) bool {
+		raw, err := os.ReadFile(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Contains(raw, []byte(s))
+	}
+	if !contains("payload-1") {
+		t.Fatal("the file does not hold payload-1 before the redaction: the search below proves nothing")
+	}
 	code, out, e := runCLI(t, "--db", db, "redact", "--reason", "GDPR erasure", "3")
 	if code != 0 || !strings.Contains(out, "redacted payload of seq 3") || !strings.Contains(out, "seq 5") {
 		t.Fatalf("redact exit %d: %s %s", code, out, e)
+	}
+	// Erased from the file's bytes, free pages included; the rest stays.
+	if contains("payload-1") || !contains("payload-4") {
+		t.Errorf("after redact: file holds payload-1 %t (want false), payload-4 %t (want true)", contains("payload-1"), contains("payload-4"))
 	}
 	// The entry still proves; the bundle says redacted.
 	b := filepath.Join(t.TempDir(), "b.json")

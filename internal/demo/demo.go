@@ -21,6 +21,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -119,7 +120,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	}
 	clk := &clock{t: Epoch}
 	dbPath := filepath.Join(dir, "demo.db")
-	l, err := ledger.Open(dbPath, &ledger.Options{Now: clk.now, Origin: Origin})
+	l, err := bolt.Open(dbPath, &bolt.Options{Now: clk.now, Origin: Origin})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	if err := tamper(dbPath, tampered, victim, st); err != nil {
 		return nil, err
 	}
-	tl, err := ledger.Open(tampered, &ledger.Options{ReadOnly: true, NoCreate: true})
+	tl, err := bolt.Open(tampered, &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
 		return nil, err
 	}

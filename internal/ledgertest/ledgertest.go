@@ -13,6 +13,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -25,12 +26,12 @@ var (
 // MustCreate opens a new ledger in t.TempDir() and registers a cleanup
 // that closes it, reopens it read-only, runs Check and fails the test on
 // any finding. opts may be nil.
-func MustCreate(t testing.TB, opts *ledger.Options) *ledger.Ledger {
+func MustCreate(t testing.TB, opts *bolt.Options) *ledger.Ledger {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := ledger.Open(path, opts)
+	l, err := bolt.Open(path, opts)
 	if err != nil {
-		t.Fatalf("ledger.Open(%s) = %v", path, err)
+		t.Fatalf("bolt.Open(%s) = %v", path, err)
 	}
 	t.Cleanup(func() {
 		if err := l.Close(); err != nil {
@@ -45,7 +46,7 @@ func MustCreate(t testing.TB, opts *ledger.Options) *ledger.Ledger {
 // MustCheck opens path read-only and fails the test on any Check finding.
 func MustCheck(t testing.TB, path string) {
 	t.Helper()
-	l, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Errorf("reopen %s read-only: %v", path, err)
 		return

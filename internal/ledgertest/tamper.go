@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 )
 
 // Bucket names of the ledger file format, for the tamper helpers.
@@ -65,8 +66,8 @@ func CopyFile(t testing.TB, src string) string {
 
 // update opens the closed file at path with bbolt and runs fn in one write
 // transaction.
-func update(path string, fn func(tx *bolt.Tx) error) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, OpenFile: func(n string, f int, p os.FileMode) (*os.File, error) {
+func update(path string, fn func(tx *bbolt.Tx) error) error {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, OpenFile: func(n string, f int, p os.FileMode) (*os.File, error) {
 		return os.OpenFile(n, f&^os.O_CREATE, p)
 	}})
 	if err != nil {
@@ -79,7 +80,7 @@ func update(path string, fn func(tx *bolt.Tx) error) error {
 	return err
 }
 
-func mustBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+func mustBucket(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	b := tx.Bucket([]byte(name))
 	if b == nil {
 		return nil, fmt.Errorf("ledgertest: no bucket %q", name)
@@ -89,7 +90,7 @@ func mustBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
 
 // FlipByte XORs 0x01 into byte offset of the value of key in bucket.
 func FlipByte(path, bucket string, key []byte, offset int) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, bucket)
 		if err != nil {
 			return err
@@ -105,7 +106,7 @@ func FlipByte(path, bucket string, key []byte, offset int) error {
 
 // DeleteKey deletes key from bucket.
 func DeleteKey(path, bucket string, key []byte) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, bucket)
 		if err != nil {
 			return err
@@ -120,7 +121,7 @@ func DeleteKey(path, bucket string, key []byte) error {
 // InsertKey puts key=value into bucket, creating the bucket if it does not
 // exist (which makes an unknown bucket).
 func InsertKey(path, bucket string, key, value []byte) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(bucket))
 		if err != nil {
 			return err
@@ -131,7 +132,7 @@ func InsertKey(path, bucket string, key, value []byte) error {
 
 // SwapValues exchanges the values of k1 and k2 in bucket.
 func SwapValues(path, bucket string, k1, k2 []byte) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, bucket)
 		if err != nil {
 			return err
@@ -147,7 +148,7 @@ func SwapValues(path, bucket string, k1, k2 []byte) error {
 // DuplicateEntry stores a copy of entry seq's bytes under the key after the
 // last entry, without touching anything else (a replayed record).
 func DuplicateEntry(path string, seq uint64) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, BucketEntries)
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func DuplicateEntry(path string, seq uint64) error {
 // (idx_accepted, blocked, redacted) every value starting with seq.
 func EditIndex(path, bucket string, seq, newSeq uint64) error {
 	old, repl := SeqKey(seq), SeqKey(newSeq)
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, bucket)
 		if err != nil {
 			return err
@@ -208,7 +209,7 @@ func EditIndex(path, bucket string, seq, newSeq uint64) error {
 // RewindMetaHead points meta's head k entries back (at entry head-k, or
 // removes it when k == head), leaving the entries in place.
 func RewindMetaHead(path string, k uint64) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		m, err := mustBucket(tx, BucketMeta)
 		if err != nil {
 			return err
@@ -235,7 +236,7 @@ func RewindMetaHead(path string, k uint64) error {
 
 // EditBlob replaces the stored bytes of blob sum with data (keeping the key).
 func EditBlob(path string, sum entry.Hash, data []byte) error {
-	return update(path, func(tx *bolt.Tx) error {
+	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, BucketBlobs)
 		if err != nil {
 			return err
@@ -268,7 +269,7 @@ func RewriteSuffix(path string, from uint64, edit func(e *entry.Entry)) error {
 // ledger with the same origin and times, then renames it over path.
 func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit func(*entry.Entry)) error {
 	ctx := context.Background()
-	src, err := ledger.Open(path, &ledger.Options{ReadOnly: true})
+	src, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -280,7 +281,7 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 	tmp := path + ".rewrite"
 	os.Remove(tmp)
 	var now time.Time
-	dst, err := ledger.Open(tmp, &ledger.Options{Origin: src.Origin(), Now: func() time.Time { return now }})
+	dst, err := bolt.Open(tmp, &bolt.Options{Origin: src.Origin(), Now: func() time.Time { return now }})
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,12 @@ import (
 // wrong; a server answers 503 and the caller retries later. An Append that
 // returns it stored nothing, unless the error also says the outcome is
 // unknown (ErrOutcomeUnknown).
-var ErrUnavailable = errors.New("postgres: database unavailable")
+var ErrUnavailable = ledger.ErrUnavailable
 
 // ErrOutcomeUnknown is wrapped by an Append error when the commit was sent
 // but its answer was lost and the driver could not find out, within
 // Options.Timeout, whether it landed. The batch may or may not be stored.
-var ErrOutcomeUnknown = errors.New("postgres: commit outcome unknown")
+var ErrOutcomeUnknown = ledger.ErrOutcomeUnknown
 
 // wrapErr names op and marks err ErrUnavailable when it is about the
 // connection or the server's state, not the ledger. nil stays nil.

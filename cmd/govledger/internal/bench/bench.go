@@ -1,0 +1,419 @@
+// Package bench measures govledger's record and verify paths against raw
+// bbolt on the same disk, in one run, so the figures are ratios that hold
+// on a noisy shared machine. It backs "govledger bench".
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/handoff"
+	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/internal/perf"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/verify"
+)
+
+// Options configure a run.
+type Options struct {
+	N       int            // documents per measurement (default 1000)
+	Writers int            // concurrent writers (default 8)
+	Format  handoff.Format // "" = governed/1
+	Dir     string         // scratch folder on the disk to measure (default: a temp dir)
+	// VerifyN, if > 0, is the number of entries of the ledger verify is
+	// measured on, written for it by verifyWriters concurrent writers
+	// (with a raw file of the same documents for the scan); 0: verify
+	// reads the N-entry ledger of the sequential record run.
+	VerifyN int
+	// Stage, if set, is told what is being measured.
+	Stage func(string)
+}
+
+// Result holds absolute rates (per second) and the three ratios.
+type Result struct {
+	Schema               string  `json:"schema"`
+	Format               string  `json:"format"`
+	N                    int     `json:"n"`
+	Writers              int     `json:"writers"`
+	AvgPayloadBytes      int     `json:"avg_payload_bytes"`
+	RecordPerSec         float64 `json:"record_per_sec"`
+	ConcurrentPerSec     float64 `json:"concurrent_record_per_sec"`
+	RawBboltPerSec       float64 `json:"raw_bbolt_per_sec"`
+	VerifyPerSec         float64 `json:"verify_per_sec"`
+	RawScanPerSec        float64 `json:"raw_scan_per_sec"`
+	RecordVsRawBbolt     float64 `json:"record_vs_raw_bbolt"`
+	ConcurrentVsRawBbolt float64 `json:"concurrent_vs_raw_bbolt"`
+	VerifyVsRawScan      float64 `json:"verify_vs_raw_scan"`
+	VerifyChainPerSec    float64 `json:"verify_chain_only_per_sec"`
+	VerifyChainVsRawScan float64 `json:"verify_chain_only_vs_raw_scan"`
+	VerifyHeapPeakMiB    float64 `json:"verify_heap_peak_mib"`
+	Accepted             int     `json:"accepted"`
+	Rejected             int     `json:"rejected"`
+
+	// The full verify again with GOMAXPROCS=1, beside the one with Cores.
+	VerifyOneCorePerSec    float64 `json:"verify_one_core_per_sec"`
+	VerifyOneCoreVsRawScan float64 `json:"verify_one_core_vs_raw_scan"`
+	Cores                  int     `json:"cores"`          // GOMAXPROCS of the other verify runs
+	VerifyEntries          int     `json:"verify_entries"` // entries of the verified ledger
+	VerifyRounds           int     `json:"verify_rounds"`  // each verify rate and the raw scan's is the best of this many runs
+}
+
+// Run performs the measurements. Every document of the record runs is
+// expected to be accepted; a rejection is reported in the result.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.N <= 0 {
+		o.N = 1000
+	}
+	if o.Writers <= 0 {
+		o.Writers = 8
+	}
+	if o.Format == "" {
+		o.Format = handoff.Governed
+	}
+	stage := o.Stage
+	if stage == nil {
+		stage = func(string) {}
+	}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "govledger-bench-*")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	g, err := newGenerator(dir, o.Format)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: "govledger.bench/v1", Format: string(o.Format), N: o.N, Writers: o.Writers}
+
+	docs := func(base int) [][]byte {
+		out := make([][]byte, o.N)
+		now := time.Now().UTC()
+		total := 0
+		for i := range out {
+			out[i] = g.doc(base+i, now)
+			total += len(out[i])
+		}
+		res.AvgPayloadBytes = total / o.N
+		return out
+	}
+
+	// 1. Raw bbolt: one fsync'd transaction per value, one writer.
+	stage("raw bbolt append")
+	rawPath := filepath.Join(dir, "raw.db")
+	rawDocs := docs(0)
+	d, err := perf.RawBboltAppend(rawPath, rawDocs, 1)
+	if err != nil {
+		return nil, err
+	}
+	res.RawBboltPerSec = rate(o.N, d)
+
+	// 2. The record path, sequential.
+	stage("record, sequential")
+	seqPath := filepath.Join(dir, "record.db")
+	d, err = record(ctx, seqPath, g.cfg, docs(o.N), 1, res)
+	if err != nil {
+		return nil, err
+	}
+	res.RecordPerSec = rate(o.N, d)
+
+	// 3. The record path, concurrent writers (group commit).
+	stage(fmt.Sprintf("record, %d writers", o.Writers))
+	d, err = record(ctx, filepath.Join(dir, "concurrent.db"), g.cfg, docs(2*o.N), o.Writers, res)
+	if err != nil {
+		return nil, err
+	}
+	res.ConcurrentPerSec = rate(o.N, d)
+
+	// 4. Verify a ledger against a raw scan of the same documents that
+	// SHA-256s each value.
+	verifyPath, scanPath := seqPath, rawPath
+	if o.VerifyN > 0 {
+		stage(fmt.Sprintf("writing a %d-entry ledger for verify (%d writers)", o.VerifyN, verifyWriters))
+		verifyPath, scanPath = filepath.Join(dir, "verify.db"), filepath.Join(dir, "verify-raw.db")
+		if err := writeVerifyLedger(ctx, verifyPath, scanPath, g, o.VerifyN, 3*o.N); err != nil {
+			return nil, err
+		}
+	}
+	if err := measureVerify(ctx, verifyPath, scanPath, res, stage); err != nil {
+		return nil, err
+	}
+
+	res.RecordVsRawBbolt = ratio(res.RecordPerSec, res.RawBboltPerSec)
+	res.ConcurrentVsRawBbolt = ratio(res.ConcurrentPerSec, res.RawBboltPerSec)
+	res.VerifyVsRawScan = ratio(res.VerifyPerSec, res.RawScanPerSec)
+	res.VerifyChainVsRawScan = ratio(res.VerifyChainPerSec, res.RawScanPerSec)
+	res.VerifyOneCoreVsRawScan = ratio(res.VerifyOneCorePerSec, res.RawScanPerSec)
+	return res, nil
+}
+
+// verifyRounds is how many times each verify measurement and the raw scan
+// run, interleaved; each rate is the best of its runs, so that a burst of
+// other work on a shared machine does not decide a ratio.
+const verifyRounds = 3
+
+// verifyWriters write the ledger of Options.VerifyN (group commit).
+const verifyWriters = 64
+
+// measureVerify measures, verifyRounds times in turn: the raw scan of
+// scanPath, the full verify of the ledger at path with every core and
+// with one, and the chain-only verify. It records the best rates and the
+// peak heap of the full verifies.
+func measureVerify(ctx context.Context, path, scanPath string, res *Result, stage func(string)) error {
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true, NoCreate: true})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	res.Cores, res.VerifyRounds = runtime.GOMAXPROCS(0), verifyRounds
+	best := func(v *float64, r float64) { *v = max(*v, r) }
+	for round := 1; round <= verifyRounds; round++ {
+		stage(fmt.Sprintf("raw bbolt scan + SHA-256 (round %d of %d)", round, verifyRounds))
+		n, d, err := perf.RawBboltScanSHA256(scanPath)
+		if err != nil {
+			return err
+		}
+		best(&res.RawScanPerSec, rate(n, d))
+		for _, m := range []struct {
+			name  string
+			cores int
+			opts  verify.Options
+			rate  *float64
+		}{
+			{"verify", 0, verify.Options{}, &res.VerifyPerSec},
+			{"verify, chain only", 0, verify.Options{SkipReevaluate: true}, &res.VerifyChainPerSec},
+			{"verify, GOMAXPROCS=1", 1, verify.Options{}, &res.VerifyOneCorePerSec},
+		} {
+			stage(fmt.Sprintf("%s (round %d of %d)", m.name, round, verifyRounds))
+			entries, d, peak, err := timeVerify(ctx, l, m.opts, m.cores)
+			if err != nil {
+				return err
+			}
+			best(m.rate, rate(entries, d))
+			res.VerifyEntries = entries
+			if !m.opts.SkipReevaluate {
+				res.VerifyHeapPeakMiB = max(res.VerifyHeapPeakMiB, float64(peak)/(1<<20))
+			}
+		}
+	}
+	return nil
+}
+
+// timeVerify replays l with opts (with GOMAXPROCS=cores if cores > 0) and
+// returns the entries replayed, the time taken and the peak heap seen.
+func timeVerify(ctx context.Context, l *ledger.Ledger, opts verify.Options, cores int) (int, time.Duration, uint64, error) {
+	if cores > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
+	}
+	runtime.GC()
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	rep, err := verify.Replay(ctx, verify.LedgerSource(l), opts)
+	d := time.Since(start)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if !rep.OK() {
+		return 0, 0, 0, fmt.Errorf("bench: verify of the fresh ledger failed: %d findings, first %+v", len(rep.Findings), rep.Findings[0])
+	}
+	return int(rep.Entries), d, peak.Load(), nil
+}
+
+// writeVerifyLedger writes n fresh documents, verifyWriters at a time, to
+// a ledger at path, and the same documents to a raw file at rawPath, in
+// chunks so that only one chunk of documents is held at a time. Every
+// document must be accepted.
+func writeVerifyLedger(ctx context.Context, path, rawPath string, g *generator, n, base int) error {
+	const chunk = 10_000
+	now := time.Now().UTC()
+	for from := 0; from < n; from += chunk {
+		docs := make([][]byte, min(chunk, n-from))
+		for i := range docs {
+			docs[i] = g.doc(base+from+i, now)
+		}
+		if err := perf.RawBboltLoad(rawPath, docs); err != nil {
+			return err
+		}
+		var scratch Result
+		if _, err := record(ctx, path, g.cfg, docs, verifyWriters, &scratch); err != nil {
+			return err
+		}
+		if scratch.Rejected > 0 {
+			return fmt.Errorf("bench: %d documents of the verify ledger rejected", scratch.Rejected)
+		}
+	}
+	return nil
+}
+
+func record(ctx context.Context, path string, cfg *govern.Config, docs [][]byte, writers int, res *Result) (time.Duration, error) {
+	l, err := bolt.Open(path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	// Bring the snapshots into force outside the timed loop.
+	if _, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{
+		{What: entry.SnapshotManifest, Bytes: cfg.Registry.Snapshot},
+		{What: entry.SnapshotLock, Bytes: cfg.LockBytes},
+	}}); err != nil {
+		return 0, err
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(docs) {
+					return
+				}
+				p, err := govern.ReadPayload(bytes.NewReader(docs[i]), cfg.Params.MaxPayload)
+				if err == nil {
+					var out *govern.Outcome
+					out, err = govern.Record(ctx, l, cfg, "bench-"+strconv.Itoa(i), p)
+					if err == nil {
+						mu.Lock()
+						if out.Decision.Decision == reason.Accepted {
+							res.Accepted++
+						} else {
+							res.Rejected++
+							if res.Rejected == 1 {
+								firstErr = fmt.Errorf("bench: document %d rejected: %v", i, out.Decision.Reasons)
+							}
+						}
+						mu.Unlock()
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	return d, firstErr
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(int(a/b*1000+0.5)) / 1000
+}
+
+// generator makes distinct, valid documents of one format.
+type generator struct {
+	cfg *govern.Config
+	doc func(i int, now time.Time) []byte
+}
+
+func newGenerator(dir string, f handoff.Format) (*generator, error) {
+	if err := demo.Unpack(filepath.Join(dir, "data")); err != nil {
+		return nil, err
+	}
+	regName := "registry"
+	if f == handoff.Swarm || f == handoff.Skill {
+		regName = "skills"
+	}
+	cfg, err := demo.Config(filepath.Join(dir, "data"), regName)
+	if err != nil {
+		return nil, err
+	}
+	g := &generator{cfg: cfg}
+	var tmpl []byte
+	switch f {
+	case handoff.Governed:
+		tmpl, err = demo.Document("01-product-to-analysis.json")
+		g.doc = func(i int, now time.Time) []byte {
+			b := bytes.Replace(tmpl, []byte("550e8400-e29b-41d4-a716-446655440000"), []byte(uuid.NewString()), 1)
+			b = bytes.Replace(b, []byte("2026-02-11T00:45:02Z"), []byte(now.Format(time.RFC3339)), 1)
+			return bytes.Replace(b, []byte("validate product hypothesis"), []byte("validate product hypothesis #"+strconv.Itoa(i)), 1)
+		}
+	case handoff.Swarm, handoff.Skill:
+		name := "11-swarm-to-litpm.yaml"
+		if f == handoff.Skill {
+			name = "12-researcher-to-synthesizer.yaml"
+		}
+		tmpl, err = demo.Document(name)
+		g.doc = func(i int, now time.Time) []byte {
+			return demo.Retime(tmpl, now, "bench-"+strconv.Itoa(i))
+		}
+	case handoff.VBW:
+		cfg.Params.From, cfg.Params.To = "domain-03-technical", "domain-02-analysis"
+		tmpl, err = demo.Document("09-qa-result.vbw.json")
+		g.doc = func(i int, now time.Time) []byte {
+			return bytes.Replace(tmpl, []byte("line 42"), []byte("line "+strconv.Itoa(i)), 1)
+		}
+	case handoff.Task:
+		cfg.Params.From, cfg.Params.To = "orchestrator", "domain-04-content"
+		tmpl, err = demo.Document("10-task-handoff.md")
+		g.doc = func(i int, now time.Time) []byte {
+			return bytes.Replace(tmpl, []byte("Task 014"), []byte("Task "+strconv.Itoa(i)), 1)
+		}
+	default:
+		return nil, fmt.Errorf("bench: unknown format %q", f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/time/rate"
+
+	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/ledgerbackend"
+	"github.com/govledger/govledger/server/ui"
+)
+
+func serveCommand(g *globals) *cli.Command {
+	var tokens string
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve the ledger over HTTP: submit handoffs, read entries, proofs and events",
+		Description: `serve opens the ledger (--db) for writing and answers the HTTP API under /v1 on
+--addr, deciding every handoff against --manifest and --lock as record does.
+Callers authenticate with bearer tokens from the tokens file (--tokens; see
+"govledger token") or, with --client-ca, a client certificate. A write is
+answered once its entry is durable, or with an RFC 9457 problem saying nothing
+was written. The routes are described by GET /openapi.json; the audit viewer
+is under /ui/ (--ui=false turns it off).
+
+Signals: SIGHUP re-reads the tokens file, the manifest and the lock (a changed
+manifest or lock is recorded as a snapshot entry); SIGTERM or SIGINT stops
+accepting, lets requests in flight finish, then closes the ledger. Logs are
+JSON lines on standard error; the first says "listening" with the address.
+If a commit fails, the server drains and exits 3: restart it (opening the
+ledger again settles what the failed commit wrote).
+
+Examples:
+  govledger token create ci --scope handoff:write --agents domain-05-product
+  govledger serve --addr 127.0.0.1:8080
+  govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
+  govledger serve --key ledger.key --rate 50 --max-age 1h`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (port 0: any free port, logged)"},
+			tokensFlag(&tokens),
+			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
+			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
+			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
+			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
+			&cli.StringFlag{Name: "tls-key", Usage: "private key of --tls-cert (PEM)"},
+			&cli.StringFlag{Name: "client-ca", Usage: "CA certificates (PEM) whose client certificates authenticate (mutual TLS; needs --tls-cert)"},
+			&cli.StringFlag{Name: "root", Value: ".", Usage: "folder that relative paths in documents resolve against (they may not leave it)"},
+			&cli.BoolFlag{Name: "strict", Usage: "treat format fallbacks (vbw/1 markdown) as errors"},
+			&cli.DurationFlag{Name: "max-age", Value: govern.DefaultMaxAge, Usage: "reject handoffs whose timestamp is older (STALE); 0 disables"},
+			&cli.Int64Flag{Name: "max-payload", Value: govern.DefaultMaxPayload, Usage: "record larger documents as PAYLOAD_TOO_LARGE, hash and size only"},
+			&cli.Int64Flag{Name: "max-body", Value: server.DefaultMaxBody, Usage: "bytes of one request body: 413 beyond"},
+			&cli.Int64Flag{Name: "max-batch-body", Value: server.DefaultMaxBatchBody, Usage: "bytes of a batch body: 413 beyond"},
+			&cli.IntFlag{Name: "max-batch-items", Value: server.DefaultMaxBatchItems, Usage: "documents in one batch: 413 beyond"},
+			&cli.Float64Flag{Name: "rate", Usage: "requests per second per principal (0: no limit): 429 beyond"},
+			&cli.IntFlag{Name: "burst", Usage: "requests a principal may send at once above --rate (default: the rate)"},
+			&cli.IntFlag{Name: "max-in-flight", Value: server.DefaultMaxInFlight, Usage: "writes handled at once, and reads separately: 503 beyond"},
+			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "open event streams and exports: 503 beyond"},
+			&cli.IntFlag{Name: "max-queue", Value: ledgerbackend.DefaultMaxQueue, Usage: "documents waiting for a commit: 503 beyond"},
+			&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "a client must send its headers within this"},
+			&cli.DurationFlag{Name: "read-timeout", Value: server.DefaultReadTimeout, Usage: "a client must send its whole request within this"},
+			&cli.DurationFlag{Name: "write-timeout", Value: server.DefaultWriteTimeout, Usage: "an answer must be written within this (streams: per event)"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: server.DefaultIdleTimeout, Usage: "idle keep-alive connections are closed after this"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: server.DefaultShutdownTimeout, Usage: "on SIGTERM, how long requests in flight may take to finish"},
+			asFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			if err := noFlagsAfterArgs(c); err != nil {
+				return err
+			}
+			if c.NArg() > 0 {
+				return usageErr("serve takes no arguments")
+			}
+			return runServe(c, g, tokensPath(c, g, tokens))
+		},
+	}
+}
+
+// serveTLS reads the TLS flags: nil without --tls-cert.
+func serveTLS(c *cli.Context) (*tls.Config, error) {
+	cert, key, ca := c.String("tls-cert"), c.String("tls-key"), c.String("client-ca")
+	switch {
+	case cert == "" && key == "" && ca == "":
+		return nil, nil
+	case cert == "" || key == "":
+		return nil, usageErr("serve: --tls-cert and --tls-key go together")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, inputErr(fmt.Errorf("serve: --tls-cert/--tls-key: %w", err))
+	}
+	var pool *x509.CertPool
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, inputErr(fmt.Errorf("serve: --client-ca: %w", err))
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, inputErr(fmt.Errorf("serve: --client-ca %s: no PEM certificate in it", ca))
+		}
+	}
+	return server.TLSConfig(pair, pool, nil), nil
+}
+
+func runServe(c *cli.Context, g *globals, tokensFile string) error {
+	log := slog.New(slog.NewJSONHandler(g.stderr, nil))
+	params := policy.Params{Strict: c.Bool("strict"), MaxAge: int64(c.Duration("max-age")), MaxPayload: c.Int64("max-payload")}
+	if params.MaxAge < 0 || params.MaxPayload <= 0 {
+		return usageErr("serve: --max-age must not be negative and --max-payload must be positive")
+	}
+	if c.Float64("rate") < 0 || c.Int("burst") < 0 || c.Int("max-queue") <= 0 {
+		return usageErr("serve: --rate and --burst must not be negative, --max-queue must be positive")
+	}
+	tc, err := serveTLS(c)
+	if err != nil {
+		return err
+	}
+	store, err := server.OpenTokenStore(tokensFile, nil)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return inputErr(fmt.Errorf("tokens file %s does not exist: run 'govledger token create' first", tokensFile))
+		}
+		return inputErr(err)
+	}
+	load := ledgerbackend.LoadFiles(g.manifest, g.lock)
+	if _, err := load(); err != nil { // before the ledger is created
+		return inputErr(err)
+	}
+	l, err := openLedger(g)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	var signer note.Signer
+	if k := c.String("key"); k != "" {
+		if signer, err = loadSigner(k, c.String("key-name"), l.Origin()); err != nil {
+			return err
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := server.NewMetrics(reg)
+	if err != nil {
+		return internalErr(err)
+	}
+	be, err := ledgerbackend.New(l, ledgerbackend.Options{Load: load, Params: params, Root: c.String("root"),
+		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue")})
+	if err != nil {
+		return inputErr(err)
+	}
+	cfg := server.Config{
+		Backend: be, Tokens: store, Logger: log, Metrics: metrics, QueueDepth: be.QueueDepth,
+		MaxBody: c.Int64("max-body"), MaxBatchBody: c.Int64("max-batch-body"), MaxBatchItems: c.Int("max-batch-items"),
+		Rate: rate.Limit(c.Float64("rate")), Burst: c.Int("burst"),
+		MaxInFlight: c.Int("max-in-flight"), MaxStreams: c.Int("max-streams"),
+		ReadHeaderTimeout: c.Duration("read-header-timeout"), ReadTimeout: c.Duration("read-timeout"),
+		WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
+		ShutdownTimeout: c.Duration("shutdown-timeout"),
+		Heartbeat:       server.DefaultHeartbeat, MaxHeaderBytes: server.DefaultMaxHeaderBytes, RetryAfter: server.DefaultRetryAfter,
+	}
+	if c.Bool("ui") {
+		vk := c.String("verifier-key")
+		if b, err := os.ReadFile(vk); vk != "" && err == nil {
+			vk = strings.TrimSpace(string(b))
+		}
+		viewer, err := ui.New(ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")})
+		if err != nil {
+			return usageErr("serve: --verifier-key: %v", err)
+		}
+		cfg.UI = viewer
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return usageErr("serve: %v", err)
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return internalErr(fmt.Errorf("serve: %w", err))
+	}
+	ctx, cancel := context.WithCancel(c.Context)
+	defer cancel()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	operator := submitter(c, g)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+				vs, err := srv.Reload(rctx, operator)
+				rcancel()
+				if err != nil {
+					log.Error("reload on SIGHUP failed; the previous tokens, manifest and lock stay in force", "error", err.Error())
+					continue
+				}
+				seqs := make([]uint64, len(vs))
+				for i, v := range vs {
+					seqs[i] = v.Seq
+				}
+				log.Info("reloaded on SIGHUP", "snapshot_seqs", seqs)
+			case <-be.Failed():
+				log.Error("a commit failed: draining, then exiting; restart the server to reopen the ledger", "error", be.Err().Error())
+				cancel()
+				return
+			}
+		}
+	}()
+	scheme := "http"
+	if tc != nil {
+		scheme = "https"
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
+		"db", g.db, "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
+		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
+	if tc != nil {
+		err = srv.ServeTLS(ctx, ln, tc)
+	} else {
+		err = srv.Serve(ctx, ln)
+	}
+	cerr := l.Close() // waits for appends still queued
+	switch {
+	case be.Err() != nil:
+		return internalErr(fmt.Errorf("serve: a commit failed, outcome unknown (run 'govledger verify', then restart): %w", be.Err()))
+	case err != nil:
+		return internalErr(err)
+	case cerr != nil:
+		return internalErr(fmt.Errorf("serve: closing the ledger: %w", cerr))
+	}
+	log.Info("stopped: requests drained, ledger closed")
+	return nil
+}

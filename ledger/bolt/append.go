@@ -1,0 +1,359 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/ledger"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// Append implements ledger.Driver: one write transaction, committed and
+// fsynced, that stores b if the stored head is still b.At. With b.Erase,
+// the file is then rewritten without its free pages (compact), so the
+// erased bytes are gone from it. A crash between the commit and the
+// rewrite leaves them in free pages until the next erasure rewrites the
+// file; a failed rewrite is returned as an error (the batch is stored).
+func (d *Driver) Append(ctx context.Context, b *ledger.Batch) error {
+	if d.readOnly {
+		return ledger.ErrReadOnly
+	}
+	if err := b.Check(); err != nil {
+		return err
+	}
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	var w *writer
+	err := func() (err error) {
+		defer recoverCorrupt(&err)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		return d.current().Update(func(tx *bolt.Tx) error {
+			var err error
+			if w, err = d.newWriter(tx, b); err != nil {
+				return err
+			}
+			return w.store(b)
+		})
+	}()
+	if err != nil {
+		return err
+	}
+	last := b.Entries[len(b.Entries)-1].Entry
+	d.setLast(headTime{seq: b.Head.Seq, hash: b.Head.Hash, time: last.Time.Time})
+	if w.indexed == w.seq {
+		d.unindexed = nil
+	} else {
+		d.unindexed = append(d.unindexed, w.unindexed...)
+	}
+	if len(b.Erase) > 0 {
+		if err := d.compact(); err != nil {
+			return fmt.Errorf("erase the redacted bytes: %w", err)
+		}
+	}
+	return nil
+}
+
+func (d *Driver) setLast(h headTime) {
+	d.hmu.Lock()
+	d.last = h
+	d.hmu.Unlock()
+}
+
+// writer stores one batch inside a write transaction.
+type writer struct {
+	d                                *Driver
+	tx                               *bolt.Tx
+	meta, entries, blobs, tree       *bolt.Bucket
+	accepted, blocked, redacted, idm *bolt.Bucket
+	seq                              uint64 // the head seq stored so far
+	// indexed is meta "indexed"; unindexed holds the secondary index keys
+	// of this writer's entries (all beyond indexed).
+	indexed   uint64
+	unindexed []indexed
+}
+
+// indexed is one entry's secondary index keys (indexKeys).
+type indexed struct {
+	seq  uint64
+	keys map[string][][]byte
+}
+
+// newWriter starts a writer on tx after checking that the stored head is
+// b.At (else an error wrapping ledger.ErrConflict) and that the file's
+// entries end there.
+func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
+	w := &writer{d: d, tx: tx,
+		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
+		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
+		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return nil, fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
+		}
+	}
+	seq, head, err := readHead(w.meta)
+	if err != nil {
+		return nil, err
+	}
+	if seq != b.At.Seq || head != b.At.Hash {
+		return nil, fmt.Errorf("%w: batch at seq %d, stored head seq %d", ledger.ErrConflict, b.At.Seq, seq)
+	}
+	if seq > 0 {
+		raw := w.entries.Get(be64(seq))
+		if raw == nil {
+			return nil, fmt.Errorf("%w: meta head seq %d has no entry", ledger.ErrCorrupt, seq)
+		}
+		if entry.LeafHash(raw) != head {
+			return nil, fmt.Errorf("%w: meta head hash differs from entry %d", ledger.ErrCorrupt, seq)
+		}
+	}
+	if k, _ := w.entries.Cursor().Last(); k != nil && (len(k) != 8 || binary.BigEndian.Uint64(k) != seq) {
+		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ledger.ErrCorrupt, k, seq)
+	}
+	w.seq = seq
+	if w.indexed, err = readIndexed(w.meta, seq); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// store writes b: entries, tree hashes, blobs, the delta of the derived
+// tables, erasures, meta, and the secondary indexes when they trail the
+// head by Options.IndexBatch.
+func (w *writer) store(b *ledger.Batch) error {
+	base := uint64(tlog.StoredHashIndex(0, int64(b.At.Seq)))
+	for i, h := range b.Hashes {
+		if err := w.tree.Put(be64(base+uint64(i)), clone(h[:])); err != nil {
+			return err
+		}
+	}
+	for _, a := range b.Entries {
+		key := be64(a.Entry.Seq)
+		if w.entries.Get(key) != nil {
+			return fmt.Errorf("%w: entry %d already exists", ledger.ErrCorrupt, a.Entry.Seq)
+		}
+		if err := w.entries.Put(key, a.Raw); err != nil {
+			return err
+		}
+		w.unindexed = append(w.unindexed, indexed{a.Entry.Seq, indexKeys(a.Entry)})
+		w.seq = a.Entry.Seq
+	}
+	sums := make([]entry.Hash, 0, len(b.Blobs))
+	for sum := range b.Blobs {
+		sums = append(sums, sum)
+	}
+	slices.SortFunc(sums, func(x, y entry.Hash) int { return bytes.Compare(x[:], y[:]) })
+	for _, sum := range sums {
+		if w.blobs.Get(sum[:]) == nil {
+			if err := w.blobs.Put(clone(sum[:]), b.Blobs[sum]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.persist(b); err != nil {
+		return err
+	}
+	if err := w.meta.Put(metaHead, cat(be64(b.Head.Seq), b.Head.Hash[:])); err != nil {
+		return err
+	}
+	if w.seq-w.indexed >= w.d.indexBatch {
+		return w.flushIndexes(w.d.unindexed)
+	}
+	return nil
+}
+
+// persist writes what the batch's entries changed in the derived state
+// (the fold's Delta and the scalars of its Head) into the state tables and
+// meta.
+func (w *writer) persist(b *ledger.Batch) error {
+	d, h := &b.Delta, &b.Head
+	if d.ClearBlocked {
+		if err := w.tx.DeleteBucket(bucketBlocked); err != nil {
+			return err
+		}
+		nb, err := w.tx.CreateBucket(bucketBlocked)
+		if err != nil {
+			return err
+		}
+		w.blocked = nb
+	}
+	for _, a := range sortedKeys(d.Unblocked) {
+		if err := w.blocked.Delete([]byte(a)); err != nil {
+			return err
+		}
+	}
+	for _, a := range sortedKeys(d.Blocked) {
+		if err := w.blocked.Put([]byte(a), be64(d.Blocked[a])); err != nil {
+			return err
+		}
+	}
+	for _, id := range sortedKeys(d.Accepted) {
+		a := d.Accepted[id]
+		k := entry.Sum256([]byte(id))
+		if err := w.accepted.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+			return err
+		}
+	}
+	for _, key := range sortedKeys(d.Idempotent) {
+		a := d.Idempotent[key]
+		k := entry.Sum256([]byte(key))
+		if err := w.idm.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+			return err
+		}
+	}
+	for i, r := range d.Redactions {
+		sum := b.Erase[i]
+		if err := w.blobs.Delete(sum[:]); err != nil {
+			return err
+		}
+		if err := w.redacted.Put(clone(sum[:]), be64(r.Seq)); err != nil {
+			return err
+		}
+	}
+	if h.HasManifest {
+		if err := w.meta.Put(metaManifest, clone(h.Manifest[:])); err != nil {
+			return err
+		}
+	}
+	if h.HasLock {
+		if err := w.meta.Put(metaLock, clone(h.Lock[:])); err != nil {
+			return err
+		}
+	}
+	if h.Key != "" {
+		if err := w.meta.Put(metaKey, []byte(h.Key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushIndexes writes the secondary index keys of entries indexed+1..seq,
+// each bucket's keys in sorted order, and moves meta "indexed" to seq.
+// Keys come from earlier (the driver's memory of earlier commits) and this
+// writer's own entries; an entry found in neither is decoded from the file.
+func (w *writer) flushIndexes(earlier []indexed) error {
+	known := make(map[uint64]map[string][][]byte, len(earlier)+len(w.unindexed))
+	for _, x := range earlier {
+		known[x.seq] = x.keys
+	}
+	for _, x := range w.unindexed {
+		known[x.seq] = x.keys
+	}
+	perBucket := map[string][][]byte{}
+	for seq := w.indexed + 1; seq <= w.seq; seq++ {
+		keys, ok := known[seq]
+		if !ok {
+			raw := w.entries.Get(be64(seq))
+			if raw == nil {
+				return fmt.Errorf("%w: entry %d missing", ledger.ErrCorrupt, seq)
+			}
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+			}
+			keys = indexKeys(e)
+		}
+		for name, ks := range keys {
+			perBucket[name] = append(perBucket[name], ks...)
+		}
+	}
+	for _, name := range secondaryIndexes {
+		keys := perBucket[string(name)]
+		slices.SortFunc(keys, bytes.Compare)
+		b := w.tx.Bucket(name)
+		for _, k := range keys {
+			if err := b.Put(k, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	w.indexed = w.seq
+	return w.meta.Put(metaIndexed, be64(w.seq))
+}
+
+func readHash(b *bolt.Bucket, key []byte) (entry.Hash, bool) {
+	var h entry.Hash
+	v := b.Get(key)
+	if len(v) != len(h) {
+		return h, false
+	}
+	copy(h[:], v)
+	return h, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// compact rewrites the file without free pages, so that bytes a commit
+// deleted (a redaction's blob) are gone from it: bbolt keeps freed pages,
+// with their old contents, until they are reused. The copy is built beside
+// the file under a temporary name and locked, synced, renamed over the
+// file, and the folder synced; the old file is closed once the views still
+// reading it are done. The path is never without a locked ledger: the
+// exclusive lock moves with the file. The caller holds wmu.
+func (d *Driver) compact() (err error) {
+	defer recoverCorrupt(&err)
+	var rb [8]byte
+	rand.Read(rb[:])
+	tmp := fmt.Sprintf("%s.compact-%s", d.path, hex.EncodeToString(rb[:]))
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: d.timeout, NoSync: true, InitialMmapSize: initialMmapSize,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			return os.OpenFile(name, flag|os.O_EXCL, perm)
+		}})
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			dst.Close()
+			os.Remove(tmp)
+		}
+	}()
+	src := d.current()
+	if err := bolt.Compact(dst, src, 64<<20); err != nil {
+		return err
+	}
+	dst.NoSync = false
+	if err := dst.Sync(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, d.path); err != nil {
+		return err
+	}
+	ok = true
+	dir, err := os.Open(filepath.Dir(d.path))
+	if err == nil {
+		err = dir.Sync()
+		dir.Close()
+	}
+	d.mu.Lock()
+	d.db = dst
+	d.mu.Unlock()
+	d.old.Add(1)
+	go func() {
+		defer d.old.Done()
+		src.Close()
+	}()
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,537 @@
+// Package bolt is the bbolt driver of the ledger: one file holding the
+// entries, the blobs they name, the Merkle tree's stored hashes, the
+// derived tables the state fold reads and the secondary indexes Find uses
+// (see layout.go), and the store's consistency check (Check). It is the
+// only package of govledger that imports go.etcd.io/bbolt.
+//
+// Open opens a file as a *ledger.Ledger; OpenDriver returns the Driver
+// alone, for a caller that wraps it.
+//
+// One writer per file: a writable open takes an exclusive file lock
+// (read-only opens a shared one) and gives up after Options.Timeout with
+// an error wrapping ledger.ErrLocked. Within the process, the ledger core
+// serializes appends; Append still compares the stored head with the
+// batch's (compare-and-append), so a batch built on a stale head is
+// refused with ledger.ErrConflict and nothing is written.
+//
+// Corruption never panics: bbolt can panic on a damaged file; every read
+// recovers such a panic and returns an error wrapping ledger.ErrCorrupt.
+//
+// A view is a bbolt read transaction. Hold it briefly: a commit that must
+// grow the file past its memory map waits until every open view of the
+// file is closed.
+package bolt
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/ledger"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Defaults used for zero Options fields.
+const (
+	DefaultTimeout = 2 * time.Second
+	// DefaultIndexBatch is the default Options.IndexBatch.
+	DefaultIndexBatch = 128
+)
+
+// Options configure Open. A nil *Options means all defaults.
+type Options struct {
+	// CheckPages walks every page of the file's B+trees before Open returns
+	// (see checkPages): a corrupted file then fails with ledger.ErrCorrupt instead
+	// of sending bbolt into an unbounded recursion, a fatal stack overflow
+	// that no recover can catch. It costs one read of every page in use;
+	// verify and export set it. Check always walks the pages first.
+	CheckPages bool
+
+	// ReadOnly opens the file with a shared lock for readers (verify, show,
+	// log). Append and Redact return ErrReadOnly. The file's bytes are never
+	// changed. A read-only Open never creates a file.
+	ReadOnly bool
+	// Timeout bounds the wait for the file lock (default 2s; negative: wait
+	// forever). On timeout Open returns an error wrapping ledger.ErrLocked.
+	Timeout time.Duration
+	// NoCreate makes Open refuse a missing file (ledger.ErrNotExist) instead of
+	// creating a new ledger. A 0-byte file is always refused (ledger.ErrEmptyFile,
+	// which a ReadOnly or NoCreate Open also wraps in ledger.ErrNotExist): bbolt
+	// would initialize it silently, and an emptied ledger must not pass for
+	// a new one.
+	NoCreate bool
+	// Now is the ledger clock (default time.Now). An entry's time is
+	// max(Now().UTC(), previous entry's time).
+	Now func() time.Time
+	// Origin names a NEW ledger (default ledger.DefaultOriginPrefix + 16
+	// random hex digits): 1-255 bytes of UTF-8 without spaces or control
+	// characters. An existing ledger keeps the origin it was created with.
+	Origin string
+	// MaxBatch bounds how many Append requests share one commit (default
+	// ledger.DefaultMaxBatch).
+	MaxBatch int
+	// IndexBatch is how far the secondary indexes (handoff id, agent,
+	// workflow, decision, time) may trail the head: the commit that leaves
+	// IndexBatch or more entries unindexed writes their keys, in sorted
+	// order, with meta "indexed" (default DefaultIndexBatch; 1: every
+	// commit). Appending then touches 5 fewer buckets per commit, which is
+	// most of the ledger's write cost over a bare bbolt put. Find scans the
+	// unindexed tail, so its answers do not depend on this; Check verifies
+	// the indexes through meta "indexed" and that no key lies beyond it.
+	// Decisions never read these indexes: idx_accepted and blocked are
+	// written in the entry's own commit.
+	IndexBatch int
+}
+
+// String makes Options loggable.
+func (o *Options) String() string {
+	if o == nil {
+		return "{}"
+	}
+	return fmt.Sprintf("{ReadOnly: %t, Timeout: %s, NoCreate: %t, Now: %t, Origin: %q, MaxBatch: %d, IndexBatch: %d}",
+		o.ReadOnly, o.Timeout, o.NoCreate, o.Now != nil, o.Origin, o.MaxBatch, o.IndexBatch)
+}
+
+// valid checks fields without side effects.
+func (o *Options) valid() error {
+	if o.MaxBatch < 0 {
+		return fmt.Errorf("%w: MaxBatch %d < 0", ledger.ErrBadOptions, o.MaxBatch)
+	}
+	if o.IndexBatch < 0 {
+		return fmt.Errorf("%w: IndexBatch %d < 0", ledger.ErrBadOptions, o.IndexBatch)
+	}
+	if o.Origin != "" {
+		if err := ledger.CheckOrigin(o.Origin); err != nil {
+			return fmt.Errorf("%w: %v", ledger.ErrBadOptions, err)
+		}
+	}
+	return nil
+}
+
+// Driver is the bbolt ledger.Driver of one open file. Its methods are safe
+// for concurrent use.
+type Driver struct {
+	path       string
+	origin     string
+	readOnly   bool
+	indexBatch uint64
+	timeout    time.Duration
+
+	// mu guards db, which a compaction (an erasure) replaces.
+	mu sync.RWMutex
+	db *bolt.DB
+	// old counts files replaced by a compaction whose close (waiting for
+	// the views still reading them) is under way.
+	old sync.WaitGroup
+
+	// wmu serializes Append and the compaction after it.
+	wmu       sync.Mutex
+	unindexed []indexed // keys of committed entries beyond meta "indexed"
+
+	hmu  sync.Mutex
+	last headTime // the head whose time is known
+}
+
+// headTime is a head and its entry's time, so a view need not decode the
+// head entry to learn it.
+type headTime struct {
+	seq  uint64
+	hash entry.Hash
+	time time.Time
+}
+
+// Open opens the ledger at path as a *ledger.Ledger over a Driver (see
+// OpenDriver).
+func Open(path string, opts *Options) (*ledger.Ledger, error) {
+	d, err := OpenDriver(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	l, err := ledger.New(d, &ledger.Options{Now: o.Now, MaxBatch: o.MaxBatch, ReadOnly: o.ReadOnly})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenDriver opens the ledger file at path, creating it unless
+// opts.NoCreate or opts.ReadOnly is set. A new file is built under a
+// temporary name, synced, and linked into place, so a crash never leaves a
+// half-initialized ledger at path. A file of an earlier format is upgraded
+// by a writable open. Errors wrap ledger.ErrNotExist, ledger.ErrEmptyFile,
+// ledger.ErrLocked (with the message "ledger <path> is in use by another
+// process"), ledger.ErrVersionMismatch, ledger.ErrNotLedger, ledger.ErrCorrupt or
+// ledger.ErrBadOptions.
+func OpenDriver(path string, opts *Options) (*Driver, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.valid(); err != nil {
+		return nil, err
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	} else if o.Timeout < 0 {
+		o.Timeout = 0 // bbolt: wait forever
+	}
+	if o.IndexBatch == 0 {
+		o.IndexBatch = DefaultIndexBatch
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if o.NoCreate || o.ReadOnly {
+			return nil, fmt.Errorf("ledger %s: %w", path, ledger.ErrNotExist)
+		}
+		if err := create(path, &o); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("ledger %s: is a directory: %w", path, ledger.ErrNotLedger)
+	case fi.Size() == 0:
+		return nil, emptyErr(path, &o)
+	}
+	db, err := openLocked(path, &o)
+	if err != nil {
+		return nil, err
+	}
+	d := &Driver{path: path, db: db, readOnly: o.ReadOnly, indexBatch: uint64(o.IndexBatch), timeout: o.Timeout}
+	if o.CheckPages {
+		if err := d.checkPages(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: %w", path, err)
+		}
+	}
+	if err := d.read(func(tx *bolt.Tx) error {
+		origin, err := checkMeta(tx)
+		d.origin = origin
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	if !d.readOnly {
+		if err := d.upgrade(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("ledger %s: upgrade to format %d: %w", path, FormatVersion, err)
+		}
+	}
+	return d, nil
+}
+
+func emptyErr(path string, o *Options) error {
+	if o.NoCreate || o.ReadOnly {
+		return fmt.Errorf("ledger %s: %w (%w)", path, ledger.ErrEmptyFile, ledger.ErrNotExist)
+	}
+	return fmt.Errorf("ledger %s: %w; remove it to create a new ledger", path, ledger.ErrEmptyFile)
+}
+
+// initialMmapSize is the memory map of a file (address space, not
+// memory): a commit that grows the file past the map must wait for every
+// open read transaction, so a large map keeps views from holding up
+// commits for files below it.
+const initialMmapSize = 1 << 30
+
+// openLocked opens an existing file and makes sure the file it locked is
+// still the one at path: a compaction (ledger/bolt's erasure) renames a
+// new file over the old one, and an Open that waited for the old file's
+// lock must not use the unlinked file.
+func openLocked(path string, o *Options) (*bolt.DB, error) {
+	for try := 0; ; try++ {
+		db, f, err := openBolt(path, o)
+		if err != nil {
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, now) {
+			return db, nil
+		}
+		db.Close()
+		if err2 != nil || try == 8 {
+			return nil, fmt.Errorf("ledger %s: the file was replaced while opening it: %w", path, errors.Join(err1, err2, ledger.ErrLocked))
+		}
+	}
+}
+
+// openBolt opens an existing file. The OpenFile hook drops O_CREATE and
+// refuses a 0-byte file after opening it, so neither a file removed nor
+// one emptied since the Stat in Open can become a fresh database.
+func openBolt(path string, o *Options) (db *bolt.DB, f *os.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if f != nil {
+				f.Close() // releases the flock bbolt took
+			}
+			db, f, err = nil, nil, fmt.Errorf("ledger %s: %w: bbolt panic: %v", path, ledger.ErrCorrupt, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	bo := &bolt.Options{
+		Timeout:         o.Timeout,
+		ReadOnly:        o.ReadOnly,
+		InitialMmapSize: initialMmapSize,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			h, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
+			if err != nil {
+				return nil, err
+			}
+			fi, err := h.Stat()
+			if err == nil && fi.Size() == 0 {
+				err = emptyErr(path, o)
+			}
+			if err != nil {
+				h.Close()
+				return nil, err
+			}
+			f = h
+			return h, nil
+		},
+	}
+	db, err = bolt.Open(path, 0o600, bo)
+	switch {
+	case err == nil:
+		return db, f, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, nil, fmt.Errorf("ledger %s is in use by another process: %w", path, ledger.ErrLocked)
+	case errors.Is(err, ledger.ErrEmptyFile):
+		return nil, nil, err
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, fmt.Errorf("ledger %s: %w", path, ledger.ErrNotExist)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return nil, nil, fmt.Errorf("ledger %s: %w: %v", path, ledger.ErrCorrupt, err)
+	default:
+		return nil, nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+}
+
+// create builds a new, empty ledger at a temporary name beside path and
+// links it into place (never replacing a file that appeared meanwhile),
+// then syncs the directory.
+func create(path string, o *Options) error {
+	origin := o.Origin
+	if origin == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("ledger %s: origin: %w", path, err)
+		}
+		origin = ledger.DefaultOriginPrefix + hex.EncodeToString(b[:])
+	}
+	var rb [8]byte
+	rand.Read(rb[:])
+	tmp := fmt.Sprintf("%s.tmp-%s", path, hex.EncodeToString(rb[:]))
+	defer os.Remove(tmp)
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.Timeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		return os.OpenFile(name, flag|os.O_EXCL, perm)
+	}})
+	if err != nil {
+		return fmt.Errorf("ledger %s: create: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		m := tx.Bucket(bucketMeta)
+		if err := m.Put(metaVersion, be64(FormatVersion)); err != nil {
+			return err
+		}
+		if err := m.Put(metaOrigin, []byte(origin)); err != nil {
+			return err
+		}
+		if err := m.Put(metaIndexed, be64(0)); err != nil {
+			return err
+		}
+		return m.Put(metaCreated, []byte(o.Now().UTC().Format(time.RFC3339Nano)))
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("ledger %s: create: %w", path, err)
+	}
+	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("ledger %s: create: %w", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("ledger %s: create: sync directory: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// checkMeta validates the meta bucket and the presence of every bucket:
+// the cheap checks that Open makes before anything else.
+func checkMeta(tx *bolt.Tx) (origin string, err error) {
+	m := tx.Bucket(bucketMeta)
+	if m == nil {
+		return "", ledger.ErrNotLedger
+	}
+	v := m.Get(metaVersion)
+	if len(v) != 8 {
+		return "", fmt.Errorf("%w: meta version is %d bytes", ledger.ErrCorrupt, len(v))
+	}
+	n := binary.BigEndian.Uint64(v)
+	if n != FormatVersion && n != formatVersion1 && n != formatVersion2 {
+		return "", fmt.Errorf("format version %d, this build reads %d: %w", n, FormatVersion, ledger.ErrVersionMismatch)
+	}
+	origin = string(m.Get(metaOrigin))
+	if err := ledger.CheckOrigin(origin); err != nil {
+		return "", fmt.Errorf("%w: meta %v", ledger.ErrCorrupt, err)
+	}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil && !addedInV3(name, n) {
+			return "", fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
+		}
+	}
+	if _, _, err := readHead(m); err != nil {
+		return "", err
+	}
+	return origin, nil
+}
+
+// upgrade brings a file of an earlier version to the current one in one
+// transaction: a version 1 file's secondary indexes are complete, so meta
+// "indexed" is its head; versions 1 and 2 gain the idx_idempotency bucket
+// (no entry of theirs has an idempotency key) and meta "key", the new_key
+// of their last key_rotation entry.
+func (d *Driver) upgrade() (err error) {
+	current := false
+	if err := d.read(func(tx *bolt.Tx) error {
+		current = binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(metaVersion)) == FormatVersion
+		return nil
+	}); err != nil || current {
+		return err
+	}
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return d.db.Update(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bucketMeta)
+		v := binary.BigEndian.Uint64(m.Get(metaVersion))
+		if v == FormatVersion {
+			return nil
+		}
+		head, _, err := readHead(m)
+		if err != nil {
+			return err
+		}
+		if v == formatVersion1 {
+			if err := m.Put(metaIndexed, be64(head)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketIdxIdem); err != nil {
+			return err
+		}
+		key := ""
+		if err := tx.Bucket(bucketEntries).ForEach(func(k, raw []byte) error {
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return &ledger.RecordError{Seq: seqOf(k), Op: "upgrade", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+			}
+			if e.Kind == entry.KindKeyRotation {
+				key = e.NewKey
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if key != "" {
+			if err := m.Put(metaKey, []byte(key)); err != nil {
+				return err
+			}
+		}
+		return m.Put(metaVersion, be64(FormatVersion))
+	})
+}
+
+// addedInV3 reports whether bucket name may be absent from a file of
+// format version v (it came with version 3).
+func addedInV3(name []byte, v uint64) bool {
+	return v < 3 && string(name) == string(bucketIdxIdem)
+}
+
+// Path returns the file path given to Open.
+func (d *Driver) Path() string { return d.path }
+
+// Origin implements ledger.Driver.
+func (d *Driver) Origin() string { return d.origin }
+
+// MaxBlobSize is the largest blob bbolt stores as one value.
+func (d *Driver) MaxBlobSize() int64 { return bolt.MaxValueSize }
+
+// Close implements ledger.Driver: it closes the file, releasing its lock,
+// once every view of it is closed.
+func (d *Driver) Close() error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	d.old.Wait()
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.db.Close()
+}
+
+// current returns the open file.
+func (d *Driver) current() *bolt.DB {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.db
+}
+
+// read runs fn in a read transaction, turning a bbolt panic into ErrCorrupt.
+func (d *Driver) read(fn func(tx *bolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	err = d.current().View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ledger.ErrClosed
+	}
+	return err
+}
+
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: bbolt panic: %v", ledger.ErrCorrupt, r)
+	}
+}
+
+func readHead(m *bolt.Bucket) (uint64, entry.Hash, error) {
+	var h entry.Hash
+	if m == nil {
+		return 0, h, fmt.Errorf("%w: meta bucket missing", ledger.ErrCorrupt)
+	}
+	v := m.Get(metaHead)
+	if v == nil {
+		return 0, h, nil
+	}
+	if len(v) != 40 {
+		return 0, h, fmt.Errorf("%w: meta head is %d bytes", ledger.ErrCorrupt, len(v))
+	}
+	copy(h[:], v[8:])
+	return binary.BigEndian.Uint64(v), h, nil
+}

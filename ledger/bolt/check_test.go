@@ -1,0 +1,257 @@
+package bolt_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/internal/ledgertest"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
+)
+
+// sample builds a closed ledger with every kind of derived state: accepted
+// and rejected handoffs, a block and an unblock, a redaction, two lock
+// snapshots. It returns its path and head.
+func sample(t *testing.T) (string, uint64) {
+	t.Helper()
+	o := newClockOpts()
+	o.IndexBatch = 5 // seqs 1-15 indexed in three flushes, the tail not yet
+	l := ledgertest.MustCreate(t, o)
+	for i := range 10 {
+		h := handoff(i)
+		if i == 4 {
+			h.Reasons, h.Blocks = mismatch, []string{"domain-05-product"}
+		}
+		ledgertest.AppendHandoff(t, l, h)
+	}
+	ledgertest.AppendUnblock(t, l, "domain-05-product", "fixed")
+	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "z", Source: "a", Target: "b", Reasons: mismatch, Blocks: []string{"a"}})
+	if _, err := l.Redact(context.Background(), 5, "pii"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock 2")}}}); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "y", Source: "a", Target: "b", NoSnapshots: true})
+	head, _, _ := l.Head()
+	path := l.Path()
+	l.Close()
+	return path, head
+}
+
+func check(t *testing.T, path string) ([]ledger.Finding, error) {
+	t.Helper()
+	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Check(context.Background())
+}
+
+// TestCheckFindsTampering: each named mutation gives a finding of its kind.
+func TestCheckFindsTampering(t *testing.T) {
+	src, head := sample(t)
+	e3 := func(path string) *entry.Entry {
+		l, _ := bolt.Open(path, &bolt.Options{ReadOnly: true})
+		defer l.Close()
+		e, _, _ := l.Get(3)
+		return e
+	}(src)
+	tests := []struct {
+		name   string
+		tamper func(path string) error
+		want   string
+	}{
+		{"flipped-byte-@seq3", func(p string) error { return ledgertest.FlipByte(p, "entries", ledgertest.SeqKey(3), 40) }, ledger.FindTreeHash},
+		{"flipped-byte-@head", func(p string) error { return ledgertest.FlipByte(p, "entries", ledgertest.SeqKey(head), 40) }, ledger.FindMetaHead},
+		{"deleted-entry-@seq4", func(p string) error { return ledgertest.DeleteKey(p, "entries", ledgertest.SeqKey(4)) }, ledger.FindSeqGap},
+		{"inserted-key", func(p string) error { return ledgertest.InsertKey(p, "entries", []byte("x"), []byte("{}")) }, ledger.FindUnknownKey},
+		{"unknown-bucket", func(p string) error { return ledgertest.InsertKey(p, "extra", []byte("k"), []byte("v")) }, ledger.FindUnknownBucket},
+		{"unknown-meta-key", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("k"), []byte("v")) }, ledger.FindUnknownKey},
+		{"swapped-entries-4-5", func(p string) error {
+			return ledgertest.SwapValues(p, "entries", ledgertest.SeqKey(4), ledgertest.SeqKey(5))
+		}, ledger.FindSeqMismatch},
+		{"duplicated-entry-3", func(p string) error { return ledgertest.DuplicateEntry(p, 3) }, ledger.FindMetaHead},
+		{"edited-idx_handoff", func(p string) error { return ledgertest.EditIndex(p, "idx_handoff", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_agent", func(p string) error { return ledgertest.EditIndex(p, "idx_agent", 3, 4) }, ledger.FindIndexMissing},
+		{"inserted-idx_agent", func(p string) error {
+			return ledgertest.InsertKey(p, "idx_agent", append(make([]byte, 8), ledgertest.SeqKey(3)...), []byte{})
+		}, ledger.FindIndexExtra},
+		{"edited-idx_time", func(p string) error { return ledgertest.EditIndex(p, "idx_time", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_decision", func(p string) error { return ledgertest.EditIndex(p, "idx_decision", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_workflow", func(p string) error { return ledgertest.EditIndex(p, "idx_workflow", 3, 4) }, ledger.FindIndexMissing},
+		{"idx_agent-key-beyond-indexed", func(p string) error {
+			return ledgertest.InsertKey(p, "idx_agent", append(make([]byte, 8), ledgertest.SeqKey(head)...), []byte{})
+		}, ledger.FindIndexExtra},
+		{"rewound-meta-indexed", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(2)) }, ledger.FindIndexExtra},
+		{"advanced-meta-indexed", func(p string) error {
+			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head))
+		}, ledger.FindIndexMissing},
+		{"meta-indexed-beyond-head", func(p string) error {
+			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head+1))
+		}, ledger.FindMetaHead},
+		{"deleted-meta-indexed", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("indexed")) }, ledger.FindBadValue},
+		{"edited-idx_accepted", func(p string) error { return ledgertest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
+		{"inserted-blocked", func(p string) error {
+			return ledgertest.InsertKey(p, "blocked", []byte("never-blocked"), ledgertest.SeqKey(head-3))
+		}, ledger.FindBlocked},
+		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
+		{"deleted-tree-hash", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(5)) }, ledger.FindTreeHash},
+		{"extra-tree-hash", func(p string) error {
+			return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(1000), make([]byte, 32))
+		}, ledger.FindTreeExtra},
+		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
+		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
+		{"orphan-blob", func(p string) error {
+			s := entry.Sum256([]byte("orphan"))
+			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
+		}, ledger.FindBlobOrphan},
+		{"deleted-snapshot-blob", func(p string) error {
+			s := entry.Sum256(ledgertest.LockBytes)
+			return ledgertest.DeleteKey(p, "blobs", s[:])
+		}, ledger.FindBlobMissing},
+		{"edited-in-force", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ledgertest.CopyFile(t, src)
+			if err := tt.tamper(path); err != nil {
+				t.Fatal(err)
+			}
+			fs, err := check(t, path)
+			if err != nil {
+				t.Fatalf("Check() error %v", err)
+			}
+			found := false
+			for _, f := range fs {
+				found = found || f.Kind == tt.want
+			}
+			if !found {
+				t.Errorf("Check() = %v, want a %s finding", fs, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnchorNeeded: a truncated tail and a rewritten suffix are
+// structurally sound (Check and the chain walk pass); only the old tree
+// hash, kept elsewhere, exposes them.
+func TestAnchorNeeded(t *testing.T) {
+	src, head := sample(t)
+	l, _ := bolt.Open(src, &bolt.Options{ReadOnly: true})
+	oldRoot, _ := l.TreeHash(head)
+	oldRoot5, _ := l.TreeHash(5)
+	l.Close()
+	tests := []struct {
+		name   string
+		tamper func(p string) error
+		size   uint64
+	}{
+		{"truncated-tail-2", func(p string) error { return ledgertest.TruncateTail(p, 2) }, head - 2},
+		{"rewritten-suffix-@seq6", func(p string) error {
+			return ledgertest.RewriteSuffix(p, 6, func(e *entry.Entry) { e.Source = entry.Str("mallory") })
+		}, head},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ledgertest.CopyFile(t, src)
+			if err := tt.tamper(path); err != nil {
+				t.Fatal(err)
+			}
+			ledgertest.MustCheck(t, path)
+			l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			chainWalk(t, l)
+			if seq, _, _ := l.Head(); seq != tt.size {
+				t.Errorf("head = %d, want %d", seq, tt.size)
+			}
+			if r5, _ := l.TreeHash(5); r5 != oldRoot5 {
+				t.Errorf("the untouched prefix changed")
+			}
+			if tt.size == head {
+				if r, _ := l.TreeHash(head); r == oldRoot {
+					t.Errorf("rewritten ledger has the old root")
+				}
+			} else if _, err := l.TreeHash(head); !errors.Is(err, ledger.ErrBadRange) {
+				t.Errorf("TreeHash(old size) = %v, want ErrBadRange", err)
+			}
+		})
+	}
+}
+
+var flips = flag.Int("corrupt-flips", 200, "random byte flips in TestCorruptNeverPanics")
+
+// TestCorruptNeverPanics flips random bytes of a ledger file copy, then
+// opens, scans, gets, finds and checks it: every outcome must be a clean
+// error or a result, never a panic (C8).
+func TestCorruptNeverPanics(t *testing.T) {
+	src, head := sample(t)
+	orig, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d (file %d bytes)", seed, len(orig))
+	rng := rand.New(rand.NewPCG(seed, 1))
+	path := t.TempDir() + "/c.db"
+	var opened, detected, corruptErrs int
+	for i := range *flips {
+		it := time.Now()
+		data := append([]byte(nil), orig...)
+		n := 1 + rng.IntN(4)
+		for range n {
+			data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := bolt.Open(path, &bolt.Options{ReadOnly: i%2 == 0, NoCreate: true, CheckPages: i%2 == 0})
+		tOpen := time.Since(it)
+		if err != nil {
+			if errors.Is(err, ledger.ErrCorrupt) {
+				corruptErrs++
+			}
+			continue
+		}
+		opened++
+		ctx := context.Background()
+		if i%2 == 1 {
+			// Write mode: Open and Close only. bbolt may grow a damaged
+			// file opened for writing (seen: 128 KiB to 600 MB), so reads
+			// of damaged files are run read-only, as the CLI does.
+			l.Close()
+			continue
+		}
+		l.Scan(ctx, 0, func(seq uint64, raw []byte) error { _, err := entry.Decode(raw); return err })
+		for seq := uint64(1); seq <= head+1; seq++ {
+			l.Get(seq)
+		}
+		l.Blob(entry.Sum256(ledgertest.LockBytes))
+		l.Find(ledger.Query{Agent: "domain-05-product"})
+		l.Find(ledger.Query{})
+		l.TreeHash(head)
+		l.ProveInclusion(3, head)
+		tc := time.Now()
+		fs, err := l.Check(ctx)
+		tCheck := time.Since(tc)
+		if len(fs) > 0 || err != nil {
+			detected++
+		}
+		l.Close()
+		if d := time.Since(it); d > 300*time.Millisecond {
+			fi, _ := os.Stat(path)
+			t.Logf("flip %d (ro=%t) took %s, open %s, check %s, size %d", i, i%2 == 0, d, tOpen, tCheck, fi.Size())
+		}
+	}
+	t.Logf("%d flips: %d refused at Open (%d ErrCorrupt), %d opened, %d with findings or errors", *flips, *flips-opened, corruptErrs, opened, detected)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package bolt_test
+
+const raceEnabled = false

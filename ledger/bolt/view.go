@@ -1,0 +1,350 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/ledger"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// View implements ledger.Driver: a read transaction. Close it soon (see
+// the package doc).
+func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	tx, err := d.current().Begin(false)
+	if err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return nil, ledger.ErrClosed
+		}
+		return nil, err
+	}
+	v := &view{tx: tx}
+	if err := v.init(d); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return v, nil
+}
+
+// view is a read transaction. A mutex makes its methods safe for
+// concurrent use.
+type view struct {
+	mu   sync.Mutex
+	tx   *bolt.Tx
+	head entry.Head
+	// buckets; idm is nil in a read-only view of a file before format 3.
+	meta, entries, blobs, tree, accepted, blocked, redacted, idm *bolt.Bucket
+}
+
+func (v *view) init(d *Driver) error {
+	tx := v.tx
+	v.meta, v.idm = tx.Bucket(bucketMeta), tx.Bucket(bucketIdxIdem)
+	var version uint64
+	if v.meta != nil {
+		version = seqOf(v.meta.Get(metaVersion))
+	}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil && !addedInV3(name, version) {
+			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
+		}
+	}
+	v.entries, v.blobs, v.tree = tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketTree)
+	v.accepted, v.blocked, v.redacted = tx.Bucket(bucketIdxAccept), tx.Bucket(bucketBlocked), tx.Bucket(bucketRedacted)
+	seq, hash, err := readHead(v.meta)
+	if err != nil {
+		return err
+	}
+	h := entry.Head{Seq: seq, Hash: hash, Key: string(v.meta.Get(metaKey))}
+	h.Manifest, h.HasManifest = readHash(v.meta, metaManifest)
+	h.Lock, h.HasLock = readHash(v.meta, metaLock)
+	if seq > 0 {
+		d.hmu.Lock()
+		last := d.last
+		d.hmu.Unlock()
+		if last.seq == seq && last.hash == hash {
+			h.Time = last.time
+		} else if raw := v.entries.Get(be64(seq)); raw != nil {
+			// A damaged head entry leaves Time zero: reads go on (verify
+			// names the damage), and Append refuses a head whose entry
+			// does not hash to it.
+			if e, err := entry.Decode(raw); err == nil {
+				h.Time = e.Time.Time
+				if entry.LeafHash(raw) == hash {
+					d.setLast(headTime{seq, hash, h.Time})
+				}
+			}
+		}
+	}
+	v.head = h
+	return nil
+}
+
+// do runs fn under the view's lock, turning a bbolt panic into ErrCorrupt.
+func (v *view) do(fn func() error) (err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tx == nil {
+		return ledger.ErrClosed
+	}
+	defer recoverCorrupt(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return fn()
+}
+
+func (v *view) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tx == nil {
+		return nil
+	}
+	err := v.tx.Rollback()
+	v.tx = nil
+	return err
+}
+
+func (v *view) Head() entry.Head { return v.head }
+
+func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
+	err = v.do(func() error {
+		a, ok, err = readAccept(v.accepted, id, "idx_accepted")
+		return err
+	})
+	return a, ok, err
+}
+
+func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
+	err = v.do(func() error {
+		a, ok, err = readAccept(v.idm, key, "idx_idempotency")
+		return err
+	})
+	return a, ok, err
+}
+
+func readAccept(b *bolt.Bucket, s, name string) (entry.Accept, bool, error) {
+	if b == nil { // a read-only view of a file before format 3
+		return entry.Accept{}, false, nil
+	}
+	k := entry.Sum256([]byte(s))
+	v := b.Get(k[:])
+	if v == nil {
+		return entry.Accept{}, false, nil
+	}
+	if len(v) != 40 {
+		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(v))
+	}
+	a := entry.Accept{Seq: binary.BigEndian.Uint64(v)}
+	copy(a.Payload[:], v[8:])
+	return a, true, nil
+}
+
+func (v *view) Blocked(agent string) (seq uint64, ok bool, err error) {
+	if agent == "" || len(agent) > ledger.MaxIndexedString {
+		return 0, false, nil
+	}
+	err = v.do(func() error {
+		b := v.blocked.Get([]byte(agent))
+		if b == nil {
+			return nil
+		}
+		if len(b) != 8 {
+			return fmt.Errorf("%w: blocked value is %d bytes", ledger.ErrCorrupt, len(b))
+		}
+		seq, ok = binary.BigEndian.Uint64(b), true
+		return nil
+	})
+	return seq, ok, err
+}
+
+func (v *view) Blocks() (out map[string]uint64, err error) {
+	out = map[string]uint64{}
+	err = v.do(func() error {
+		return v.blocked.ForEach(func(k, b []byte) error {
+			if len(b) != 8 {
+				return fmt.Errorf("%w: blocked value for %q is %d bytes", ledger.ErrCorrupt, k, len(b))
+			}
+			out[string(k)] = binary.BigEndian.Uint64(b)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ReadHashes implements tlog.HashReader over the tree bucket.
+func (v *view) ReadHashes(indexes []int64) (out []tlog.Hash, err error) {
+	err = v.do(func() error {
+		out = make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			b := v.tree.Get(be64(uint64(x)))
+			if len(b) != len(tlog.Hash{}) {
+				return fmt.Errorf("%w: tree hash %d is %d bytes", ledger.ErrCorrupt, x, len(b))
+			}
+			copy(out[i][:], b)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Entry returns the stored bytes under seq. It reads the entries bucket
+// as it is, so a damaged file may give entries past the head.
+func (v *view) Entry(seq uint64) (raw []byte, err error) {
+	err = v.do(func() error {
+		raw = clone(v.entries.Get(be64(seq)))
+		if raw == nil {
+			return fmt.Errorf("seq %d: %w", seq, ledger.ErrNotFound)
+		}
+		return nil
+	})
+	return raw, err
+}
+
+// Scan walks the entries bucket from key from to its end: through the
+// head, or past it in a damaged file. A key that is not 8 bytes gives a
+// *ledger.RecordError wrapping ErrCorrupt. fn runs under the view's lock.
+func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []byte) error) error {
+	return v.do(func() error {
+		c := v.entries.Cursor()
+		n := 0
+		for k, b := c.Seek(be64(from)); k != nil; k, b = c.Next() {
+			if n++; n%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if len(k) != 8 {
+				return &ledger.RecordError{Op: "scan", Err: fmt.Errorf("%w: entry key %x is not 8 bytes", ledger.ErrCorrupt, k)}
+			}
+			if err := fn(binary.BigEndian.Uint64(k), b); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+}
+
+func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
+	err = v.do(func() error {
+		data = clone(v.blobs.Get(sum[:]))
+		switch {
+		case data != nil:
+			return nil
+		case v.redacted.Get(sum[:]) != nil:
+			return fmt.Errorf("blob %s: %w", sum, ledger.ErrRedacted)
+		default:
+			return fmt.Errorf("blob %s: %w", sum, ledger.ErrNotFound)
+		}
+	})
+	return data, err
+}
+
+// Find reads candidates from the most selective index, adds the entries
+// the secondary indexes do not cover yet (Options.IndexBatch), and
+// confirms each against the decoded entry (index keys are hashes).
+func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err error) {
+	var idx, prefix []byte
+	switch {
+	case q.HandoffID != "":
+		idx, prefix = bucketIdxHandoff, xxh(q.HandoffID)
+	case q.WorkflowID != "":
+		idx, prefix = bucketIdxWork, xxh(q.WorkflowID)
+	case q.Agent != "":
+		idx, prefix = bucketIdxAgent, xxh(q.Agent)
+	case q.Decision != "":
+		idx, prefix = bucketIdxDecide, []byte(q.Decision)
+	default:
+		idx = bucketIdxTime
+	}
+	err = v.do(func() error {
+		b := v.tx.Bucket(idx)
+		if b == nil {
+			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
+		}
+		head := v.head.Seq
+		indexed, err := readIndexed(v.meta, head)
+		if err != nil {
+			return err
+		}
+		var cands []uint64
+		c := b.Cursor()
+		var k []byte
+		switch {
+		case prefix != nil:
+			k, _ = c.Seek(prefix)
+		case !q.Since.IsZero():
+			k, _ = c.Seek(timeKey(q.Since.UTC()))
+		default:
+			k, _ = c.First()
+		}
+		for ; k != nil; k, _ = c.Next() {
+			if prefix != nil && !bytes.HasPrefix(k, prefix) {
+				break
+			}
+			if prefix == nil && !q.Until.IsZero() && bytes.Compare(k, timeKey(q.Until.UTC())) >= 0 {
+				break
+			}
+			want := len(prefix) + 8
+			if prefix == nil {
+				want = 12 + 8
+			}
+			if len(k) != want {
+				continue // a longer decision string sharing the prefix
+			}
+			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); seq <= indexed {
+				cands = append(cands, seq)
+			}
+		}
+		if !slices.IsSorted(cands) {
+			slices.Sort(cands) // index keys are prefix||seq: only a hostile file
+		}
+		// Entries beyond meta "indexed" have no index keys yet: every one
+		// is a candidate, confirmed below like the others.
+		for seq := indexed + 1; seq <= head; seq++ {
+			cands = append(cands, seq)
+		}
+		for i, seq := range cands {
+			if i%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			raw := v.entries.Get(be64(seq))
+			if raw == nil {
+				return &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
+			}
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+			}
+			if q.Match(e) {
+				out = append(out, seq)
+			}
+		}
+		return nil
+	})
+	return q.Cut(out), err
+}
+
+// WriteTo writes a consistent copy of the whole ledger file to w (a hot
+// backup), in one read transaction.
+func (d *Driver) WriteTo(w io.Writer) (n int64, err error) {
+	err = d.read(func(tx *bolt.Tx) error {
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package ledger_test
-
-const raceEnabled = false

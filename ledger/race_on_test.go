@@ -1,6 +1,0 @@
-//go:build race
-
-package ledger_test
-
-// raceEnabled: the race detector slows each crash child's start ~5x.
-const raceEnabled = true

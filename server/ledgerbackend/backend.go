@@ -1,0 +1,744 @@
+package ledgerbackend
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/handoff"
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/lockfile"
+	"github.com/govledger/govledger/manifest"
+	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/server"
+)
+
+// DefaultMaxQueue is Options.MaxQueue's default.
+const DefaultMaxQueue = 4096
+
+// maxStoredKey is the longest idempotency key an entry holds (entry.Validate).
+const maxStoredKey = 255
+
+// Policy is the registry and lock decisions are taken against.
+type Policy struct {
+	Registry  *manifest.Registry
+	Lock      *lockfile.Lock
+	LockBytes []byte // the lock file as read: recorded as the lock snapshot
+}
+
+// LoadFiles returns a loader reading the registry at manifestPath (a
+// prompt-manifest.json or a skills folder) and the lock at lockPath. Its
+// errors name the file.
+func LoadFiles(manifestPath, lockPath string) func() (*Policy, error) {
+	return func() (*Policy, error) {
+		reg, err := manifest.Load(manifestPath)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", manifestPath, err)
+		}
+		b, err := os.ReadFile(lockPath)
+		if err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		lk, err := lockfile.Parse(lockPath, b)
+		if err != nil {
+			return nil, err
+		}
+		return &Policy{Registry: reg, Lock: lk, LockBytes: b}, nil
+	}
+}
+
+// Options configure a Backend. Load is required.
+type Options struct {
+	// Load reads the registry and lock: once by New, again by Reload.
+	Load func() (*Policy, error)
+	// Params are the decision settings of every submission (Strict, MaxAge,
+	// MaxPayload; 0 MaxPayload means govern.DefaultMaxPayload). Format,
+	// From and To come from each request.
+	Params policy.Params
+	// Root is the folder relative paths in documents resolve against
+	// ("" skips the file-system rules).
+	Root string
+	// Signer signs checkpoints and proofs' checkpoints; nil: Checkpoint
+	// answers ErrUnavailable and proofs carry no checkpoint.
+	Signer note.Signer
+	// Metrics receive appends and commits (nil: none).
+	Metrics *server.Metrics
+	// MaxQueue bounds the submissions being decided or waiting for a
+	// commit; beyond it writes fail with server.ErrOverloaded.
+	MaxQueue int
+	// Now is the clock of Validate (time.Now if nil); appends use the
+	// ledger's clock.
+	Now func() time.Time
+}
+
+// Backend is the server.Backend over one open ledger. It is safe for
+// concurrent use.
+type Backend struct {
+	l      *ledger.Ledger
+	o      Options
+	pol    atomic.Pointer[Policy]
+	reload sync.Mutex
+
+	queued atomic.Int64
+
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{}
+
+	notifyMu sync.Mutex
+	changed  chan struct{} // closed and replaced after every append
+
+	statsMu sync.Mutex
+	stats   ledger.Stats
+}
+
+var _ server.Backend = (*Backend)(nil)
+
+// New returns a Backend serving l with the policy Options.Load reads now.
+// It appends nothing: the snapshots come into force with the first
+// handoff, or with Reload.
+func New(l *ledger.Ledger, o Options) (*Backend, error) {
+	if l == nil || o.Load == nil {
+		return nil, errors.New("ledgerbackend: a ledger and Options.Load are required")
+	}
+	if o.MaxQueue <= 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.Params.MaxPayload <= 0 {
+		o.Params.MaxPayload = govern.DefaultMaxPayload
+	}
+	if o.Params.MaxAge < 0 {
+		return nil, errors.New("ledgerbackend: negative MaxAge")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Params.Format, o.Params.From, o.Params.To = "", "", ""
+	p, err := o.Load()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{l: l, o: o, failed: make(chan struct{}), changed: make(chan struct{}), stats: l.Stats()}
+	b.pol.Store(p)
+	return b, nil
+}
+
+// QueueDepth is the number of submissions being decided or waiting for a
+// commit (server.Config.QueueDepth).
+func (b *Backend) QueueDepth() int { return int(b.queued.Load()) }
+
+// Failed is closed when a commit failed: the ledger refuses writes until
+// it is opened again, so the process should drain and exit.
+func (b *Backend) Failed() <-chan struct{} { return b.failed }
+
+// Err returns the commit failure that closed Failed, or nil.
+func (b *Backend) Err() error {
+	select {
+	case <-b.failed:
+		return b.failErr
+	default:
+		return nil
+	}
+}
+
+func (b *Backend) fail(err error) {
+	b.failOnce.Do(func() {
+		b.failErr = err
+		close(b.failed)
+	})
+}
+
+// writable refuses writes once a commit failed.
+func (b *Backend) writable() error {
+	if err := b.Err(); err != nil {
+		return fmt.Errorf("%w: the ledger failed a commit and must be reopened (restart the server): %v", server.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// enter takes n places in the commit queue, or reports it full.
+func (b *Backend) enter(n int) error {
+	if b.queued.Add(int64(n)) > int64(b.o.MaxQueue) {
+		b.queued.Add(-int64(n))
+		return fmt.Errorf("%w: %d submissions waiting (limit %d)", server.ErrOverloaded, b.queued.Load(), b.o.MaxQueue)
+	}
+	return nil
+}
+
+func (b *Backend) leave(n int) { b.queued.Add(-int64(n)) }
+
+// subscribe returns a channel closed by the next append.
+func (b *Backend) subscribe() <-chan struct{} {
+	b.notifyMu.Lock()
+	defer b.notifyMu.Unlock()
+	return b.changed
+}
+
+// appended is called after every successful append that took d: it wakes
+// watchers and records the commits the ledger made since the last call.
+func (b *Backend) appended(d time.Duration) {
+	b.notifyMu.Lock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+	b.notifyMu.Unlock()
+
+	b.statsMu.Lock()
+	s := b.l.Stats()
+	commits, entries := s.Commits-b.stats.Commits, s.Entries-b.stats.Entries
+	b.stats = s
+	b.statsMu.Unlock()
+	for i := uint64(0); i < commits; i++ {
+		// The ledger reports commit counts, not each commit's size: spread
+		// the entries evenly over the commits seen since the last append.
+		per := entries / commits
+		if i < entries%commits {
+			per++
+		}
+		b.o.Metrics.ObserveCommit(int(per), d)
+	}
+}
+
+// writeErr turns an append's error into the server's terms.
+func (b *Backend) writeErr(err error) error {
+	switch {
+	case errors.Is(err, ledger.ErrClosed):
+		return fmt.Errorf("%w: the ledger is closed (shutting down); nothing written", server.ErrUnavailable)
+	case errors.Is(err, ledger.ErrFailed):
+		b.fail(err)
+		return fmt.Errorf("%w: %v; nothing written", server.ErrUnavailable, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// ledger.Append returns ctx's error only for a request no commit took.
+		return fmt.Errorf("%w: %v before the commit; nothing written", server.ErrUnavailable, err)
+	case errors.Is(err, entry.ErrMalformed), errors.Is(err, entry.ErrFold), errors.Is(err, policy.ErrNoPolicy),
+		errors.Is(err, policy.ErrPolicyMismatch), errors.Is(err, policy.ErrPayloadMismatch),
+		errors.Is(err, policy.ErrDecisionMismatch), errors.Is(err, policy.ErrInputs):
+		// A Build or validation error fails this request alone.
+		return fmt.Errorf("entry refused by the ledger, nothing written: %w", err)
+	}
+	b.fail(err)
+	return fmt.Errorf("%w: %v", server.ErrOutcomeUnknown, err)
+}
+
+// readErr turns a read's error into the server's terms.
+func readErr(err error) error {
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return fmt.Errorf("%w: %v", server.ErrNotFound, err)
+	case errors.Is(err, ledger.ErrRedacted):
+		return fmt.Errorf("%w: %v", server.ErrRedacted, err)
+	case errors.Is(err, ledger.ErrBadRange):
+		return fmt.Errorf("%w: %v", server.ErrUnprocessable, err)
+	case errors.Is(err, ledger.ErrClosed):
+		return fmt.Errorf("%w: %v", server.ErrUnavailable, err)
+	}
+	return err
+}
+
+// request is a submission checked and ready to decide.
+type request struct {
+	cfg *govern.Config
+	p   *govern.Payload
+	r   server.SubmitRequest
+}
+
+// prepare checks r and builds its decision config: a known format, a
+// storable key and traceparent, and a source the submitter may submit
+// for, read from the document itself.
+func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
+	f := handoff.Format(r.Format)
+	if f != "" && !slices.Contains(handoff.Formats, f) {
+		return nil, fmt.Errorf("%w: format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1", server.ErrBadInput, r.Format)
+	}
+	if r.TraceParent != "" && len(r.TraceParent) != 55 {
+		return nil, fmt.Errorf("%w: traceparent: only version 00 (55 characters) can be stored", server.ErrBadInput)
+	}
+	pol := b.pol.Load()
+	cfg := &govern.Config{Registry: pol.Registry, Lock: pol.Lock, LockBytes: pol.LockBytes, Params: b.o.Params,
+		Root: b.o.Root, Now: b.o.Now, Submitter: r.Submitter, TraceParent: r.TraceParent}
+	cfg.Params.Format, cfg.Params.From, cfg.Params.To = f, r.From, r.To
+	if r.IdempotencyKey != "" {
+		cfg.IdempotencyKey = r.Submitter + "/" + r.IdempotencyKey
+		if len(cfg.IdempotencyKey) > maxStoredKey {
+			return nil, fmt.Errorf("%w: idempotency key: at most %d bytes for principal %q", server.ErrBadInput,
+				maxStoredKey-len(r.Submitter)-1, r.Submitter)
+		}
+	}
+	if r.Sources != nil {
+		// The whole body, even beyond MaxPayload: its source decides who may send it.
+		rec := handoff.Parse(r.Body, handoff.Options{Format: f, From: r.From, To: r.To, Strict: cfg.Params.Strict})
+		switch src := rec.Source.ID; {
+		case src == "":
+			return nil, fmt.Errorf("%w: the document names no source agent, and %q may submit only for %v",
+				server.ErrForbiddenSource, r.Submitter, r.Sources)
+		case !slices.Contains(r.Sources, src):
+			return nil, fmt.Errorf("%w: %q may not submit for source agent %q", server.ErrForbiddenSource, r.Submitter, src)
+		}
+	}
+	p, err := govern.ReadPayload(bytes.NewReader(r.Body), cfg.Params.MaxPayload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", server.ErrBadInput, err)
+	}
+	return &request{cfg: cfg, p: p, r: r}, nil
+}
+
+// Submit implements server.Backend.
+func (b *Backend) Submit(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(1); err != nil {
+		return nil, err
+	}
+	defer b.leave(1)
+	return b.submit(ctx, r)
+}
+
+// SubmitBatch implements server.Backend: the documents are decided and
+// appended concurrently, so they share commits (group commit); their seqs
+// follow the order in which the commit took them, not necessarily the
+// order of rs.
+func (b *Backend) SubmitBatch(ctx context.Context, rs []server.SubmitRequest) ([]server.BatchItem, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(len(rs)); err != nil {
+		return nil, err
+	}
+	defer b.leave(len(rs))
+	items := make([]server.BatchItem, len(rs))
+	var wg sync.WaitGroup
+	for i := range rs {
+		wg.Go(func() { items[i].Result, items[i].Err = b.submit(ctx, rs[i]) })
+	}
+	wg.Wait()
+	return items, nil
+}
+
+func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
+	req, err := b.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	// A key used before is found inside the commit (govern.KeyUsedError):
+	// a retry costs a decision, and a first use no extra read.
+	start := time.Now()
+	out, err := govern.Record(ctx, b.l, req.cfg, "request", req.p)
+	var used *govern.KeyUsedError
+	switch {
+	case errors.As(err, &used):
+		return b.replay(req, used.Seq)
+	case err != nil:
+		return nil, b.writeErr(err)
+	}
+	b.appended(time.Since(start))
+	a := out.Entry()
+	res := resultOf(a.Entry, a.Hash)
+	codes := make([]string, len(res.Reasons))
+	for i, x := range res.Reasons {
+		codes[i] = string(x.Code)
+	}
+	b.o.Metrics.ObserveAppend(res.Decision, codes)
+	return res, nil
+}
+
+// replay answers a submission whose key entry seq used first: its answer,
+// when the request is the same, else a conflict.
+func (b *Backend) replay(req *request, seq uint64) (*server.SubmitResult, error) {
+	e, raw, err := b.l.Get(seq)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	same := e.Kind == entry.KindHandoff && e.Submitter == req.r.Submitter &&
+		e.PayloadSHA256 != nil && *e.PayloadSHA256 == req.p.SHA256
+	if same {
+		in, err := policy.ParseInputs(e.Inputs)
+		same = err == nil && in.Params.Format == req.cfg.Params.Format &&
+			in.Params.From == req.cfg.Params.From && in.Params.To == req.cfg.Params.To
+	}
+	if !same {
+		return nil, fmt.Errorf("%w: key %q was first used by entry %d for other bytes or other format, from or to",
+			server.ErrIdempotencyConflict, req.r.IdempotencyKey, seq)
+	}
+	res := resultOf(e, entry.LeafHash(raw))
+	res.Replayed = true
+	return res, nil
+}
+
+// resultOf is the answer to a submission recorded as e.
+func resultOf(e *entry.Entry, h entry.Hash) *server.SubmitResult {
+	res := &server.SubmitResult{Seq: e.Seq, EntryHash: h.String(), Decision: e.Decision, Reasons: []reason.Reason{},
+		Format: e.Format.S, HandoffID: e.HandoffID.S, Source: e.Source.S, Target: e.Target.S, WorkflowID: e.WorkflowID.S}
+	if e.Reasons != nil {
+		res.Reasons = slices.Clone(*e.Reasons)
+	}
+	return res
+}
+
+// Validate implements server.Backend.
+func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
+	r.IdempotencyKey = ""
+	req, err := b.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	var out *govern.Outcome
+	err = b.l.View(func(st ledger.State) error {
+		var verr error
+		out, verr = govern.Validate(req.cfg, "request", req.p, st)
+		return verr
+	})
+	if err != nil {
+		return nil, readErr(err)
+	}
+	d := out.Decision
+	res := &server.SubmitResult{Decision: d.Decision, Reasons: slices.Clone(d.Reasons)}
+	if rec := d.Record; rec != nil {
+		res.Format, res.HandoffID, res.Source, res.Target, res.WorkflowID =
+			string(rec.Format), rec.HandoffID, rec.Source.ID, rec.Target.ID, rec.WorkflowID
+	}
+	return res, nil
+}
+
+// view returns entry seq as the API shows it.
+func (b *Backend) view(seq uint64) (*entry.Entry, server.EntryView, error) {
+	e, raw, err := b.l.Get(seq)
+	if err != nil {
+		return nil, server.EntryView{}, readErr(err)
+	}
+	return e, server.EntryView{Seq: seq, Hash: entry.LeafHash(raw).String(), Entry: raw}, nil
+}
+
+func viewOf(a ledger.Appended) server.EntryView {
+	return server.EntryView{Seq: a.Entry.Seq, Hash: a.Hash.String(), Entry: a.Raw}
+}
+
+// Entry implements server.Backend.
+func (b *Backend) Entry(ctx context.Context, seq uint64) (*server.EntryView, error) {
+	_, v, err := b.view(seq)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Payload implements server.Backend.
+func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
+	e, _, err := b.view(seq)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != entry.KindHandoff || e.PayloadSHA256 == nil {
+		return nil, fmt.Errorf("%w: entry %d is a %s entry, without a payload", server.ErrNotFound, seq, e.Kind)
+	}
+	data, err := b.l.Blob(*e.PayloadSHA256)
+	switch {
+	case errors.Is(err, ledger.ErrRedacted):
+		return nil, fmt.Errorf("%w: the payload of entry %d was redacted", server.ErrRedacted, seq)
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, fmt.Errorf("%w: the payload of entry %d was not stored (over the payload limit)", server.ErrNotFound, seq)
+	case err != nil:
+		return nil, readErr(err)
+	}
+	return data, nil
+}
+
+// Entries implements server.Backend. Filters on agent, workflow, decision
+// and time read the ledger's indexes; the others are checked entry by
+// entry, walking from the newest.
+func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, error) {
+	head, err := b.l.TreeSize()
+	if err != nil {
+		return nil, readErr(err)
+	}
+	top := head
+	if q.Before != 0 && q.Before-1 < top {
+		top = q.Before - 1
+	}
+	page := &server.Page{Entries: []server.EntryView{}}
+	limit := max(q.Limit, 1)
+	visit := func(seq uint64) (bool, error) {
+		e, v, err := b.view(seq)
+		if err != nil {
+			return false, err
+		}
+		if !matches(e, q) {
+			return false, nil
+		}
+		if len(page.Entries) == limit {
+			page.Next = page.Entries[limit-1].Seq
+			return true, nil
+		}
+		page.Entries = append(page.Entries, v)
+		return false, nil
+	}
+	if q.Agent != "" || q.Workflow != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero() {
+		lq := ledger.Query{Agent: q.Agent, WorkflowID: q.Workflow, Decision: q.Decision, Since: q.Since, Until: q.Until}
+		if q.Code == "" && q.Format == "" && q.Kind == "" && q.Before == 0 {
+			lq.Limit, lq.Newest = limit+1, true
+		}
+		seqs, err := b.l.Find(lq)
+		if err != nil {
+			return nil, readErr(err)
+		}
+		for i := len(seqs) - 1; i >= 0; i-- {
+			if seqs[i] > top {
+				continue
+			}
+			if done, err := visit(seqs[i]); err != nil || done {
+				return page, err
+			}
+		}
+		return page, nil
+	}
+	for seq := top; seq >= 1; seq-- {
+		if seq%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if done, err := visit(seq); err != nil || done {
+			return page, err
+		}
+	}
+	return page, nil
+}
+
+// matches applies every filter of q to e.
+func matches(e *entry.Entry, q server.Query) bool {
+	switch {
+	case q.Agent != "" && e.Source.S != q.Agent && e.Target.S != q.Agent && e.Agent != q.Agent,
+		q.Decision != "" && e.Decision != q.Decision,
+		q.Format != "" && e.Format.S != q.Format,
+		q.Workflow != "" && e.WorkflowID.S != q.Workflow,
+		q.Kind != "" && e.Kind != q.Kind,
+		!q.Since.IsZero() && e.Time.Before(q.Since),
+		!q.Until.IsZero() && !e.Time.Before(q.Until):
+		return false
+	case q.Code != "":
+		return e.Reasons != nil && slices.ContainsFunc(*e.Reasons, func(r reason.Reason) bool { return string(r.Code) == q.Code })
+	}
+	return true
+}
+
+// Workflow implements server.Backend.
+func (b *Backend) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
+	seqs, err := b.l.Find(ledger.Query{WorkflowID: id})
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if len(seqs) == 0 {
+		return nil, fmt.Errorf("%w: no entry of workflow %q", server.ErrNotFound, id)
+	}
+	out := make([]server.EntryView, 0, len(seqs))
+	for _, seq := range seqs {
+		_, v, err := b.view(seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Blocks implements server.Backend.
+func (b *Backend) Blocks(ctx context.Context) ([]server.Block, error) {
+	bs, err := b.l.Blocks()
+	if err != nil {
+		return nil, readErr(err)
+	}
+	out := make([]server.Block, 0, len(bs))
+	for _, x := range bs {
+		v := server.Block{Agent: x.Agent, Since: x.Seq, Submitter: x.Entry.Submitter}
+		if x.Entry.Reasons != nil {
+			for _, r := range *x.Entry.Reasons {
+				if r.Code == reason.HashMismatch && r.Severity == reason.Critical {
+					v.Code, v.Message = string(r.Code), r.Message
+					break
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Proof implements server.Backend.
+func (b *Backend) Proof(ctx context.Context, seq, treeSize uint64) (*server.Proof, error) {
+	head, err := b.l.TreeSize()
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if treeSize == 0 {
+		treeSize = head
+	}
+	if treeSize > head {
+		return nil, fmt.Errorf("%w: tree size %d is beyond the head %d", server.ErrUnprocessable, treeSize, head)
+	}
+	if seq > treeSize {
+		return nil, fmt.Errorf("%w: entry %d is not in the tree of %d entries", server.ErrNotFound, seq, treeSize)
+	}
+	_, v, err := b.view(seq)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := b.l.ProveInclusion(seq, treeSize)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	root, err := b.l.TreeHash(treeSize)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	pf := &server.Proof{Seq: seq, TreeSize: treeSize, LeafHash: v.Hash, RootHash: hex.EncodeToString(root[:]), Hashes: hexes(rp)}
+	if b.o.Signer != nil {
+		msg, err := checkpoint.Sign(&checkpoint.Checkpoint{Origin: b.l.Origin(), Size: treeSize, Hash: root}, b.o.Signer)
+		if err != nil {
+			return nil, err
+		}
+		pf.Checkpoint = string(msg)
+	}
+	return pf, nil
+}
+
+func hexes[H ~[32]byte](hs []H) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = hex.EncodeToString(h[:])
+	}
+	return out
+}
+
+// Checkpoint implements server.Backend.
+func (b *Backend) Checkpoint(ctx context.Context) ([]byte, error) {
+	if b.o.Signer == nil {
+		return nil, fmt.Errorf("%w: the server has no checkpoint signing key (serve --key)", server.ErrUnavailable)
+	}
+	msg, err := checkpoint.Make(b.l, b.o.Signer)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return msg, nil
+}
+
+// Consistency implements server.Backend.
+func (b *Backend) Consistency(ctx context.Context, from, to uint64) ([]string, error) {
+	head, err := b.l.TreeSize()
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if to > head {
+		return nil, fmt.Errorf("%w: tree size %d is beyond the head %d", server.ErrUnprocessable, to, head)
+	}
+	p, err := b.l.ProveConsistency(from, to)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return hexes(p), nil
+}
+
+// Unblock implements server.Backend.
+func (b *Backend) Unblock(ctx context.Context, agent, why, operator string) (*server.EntryView, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	errNotBlocked := fmt.Errorf("%w: agent %q is not blocked", server.ErrNotFound, agent)
+	start := time.Now()
+	res, err := b.l.Append(ctx, &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
+		if _, ok := st.Blocked(agent); !ok {
+			return errNotBlocked
+		}
+		e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, agent, why, operator
+		return nil
+	}})
+	switch {
+	case errors.Is(err, errNotBlocked):
+		return nil, err
+	case err != nil:
+		return nil, b.writeErr(err)
+	}
+	b.appended(time.Since(start))
+	v := viewOf(*res.Last())
+	return &v, nil
+}
+
+// Redact implements server.Backend. The redaction entry records why and,
+// as its submitter, the operator.
+func (b *Backend) Redact(ctx context.Context, seq uint64, why, operator string) (*server.EntryView, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := b.l.RedactAs(ctx, seq, why, operator)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return nil, fmt.Errorf("%w: no entry %d", server.ErrNotFound, seq)
+	case errors.Is(err, ledger.ErrNotRedactable):
+		return nil, fmt.Errorf("%w: entry %d has no stored payload to redact", server.ErrNotFound, seq)
+	case errors.Is(err, ledger.ErrRedacted):
+		return nil, fmt.Errorf("%w: the payload of entry %d was already redacted", server.ErrRedacted, seq)
+	case err != nil:
+		return nil, b.writeErr(err)
+	}
+	b.appended(time.Since(start))
+	v := viewOf(*res.Last())
+	return &v, nil
+}
+
+// Reload implements server.Backend: it re-reads the registry and lock
+// and brings whichever changed into force as snapshot entries (a new
+// lock lifts the blocks of the agents whose hash it changed). On a load
+// error nothing changes and the previous policy stays in force.
+func (b *Backend) Reload(ctx context.Context, operator string) ([]server.EntryView, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	b.reload.Lock()
+	defer b.reload.Unlock()
+	p, err := b.o.Load()
+	if err != nil {
+		return nil, fmt.Errorf("%w: the previous manifest and lock stay in force: %v", server.ErrUnprocessable, err)
+	}
+	start := time.Now()
+	res, err := b.l.Append(ctx, &ledger.Request{
+		Snapshots: []ledger.Snapshot{
+			{What: entry.SnapshotManifest, Bytes: p.Registry.Snapshot},
+			{What: entry.SnapshotLock, Bytes: p.LockBytes},
+		},
+		Submitter:   operator,
+		LockChanges: lockfile.ChangedBytes,
+	})
+	if err != nil {
+		return nil, b.writeErr(err)
+	}
+	b.pol.Store(p)
+	out := []server.EntryView{}
+	for _, a := range res.Entries {
+		out = append(out, viewOf(a))
+	}
+	if len(out) > 0 {
+		b.appended(time.Since(start))
+	}
+	return out, nil
+}
+
+// Ready implements server.Backend.
+func (b *Backend) Ready(ctx context.Context) error {
+	if err := b.writable(); err != nil {
+		return err
+	}
+	_, _, err := b.l.Head()
+	return readErr(err)
+}
