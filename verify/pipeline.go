@@ -343,6 +343,9 @@ func (r *replayer) prepare(j *job, c *inputsCache) {
 			return
 		}
 	}
+	if e.Kind == entry.KindSnapshot && !r.opts.SkipReevaluate && j.blob.b != nil {
+		r.parsed.parse(e.What, sum, j.blob.b)
+	}
 	if e.Kind == entry.KindHandoff && !r.opts.SkipReevaluate && (j.blob.b != nil || !ok) {
 		func() {
 			defer func() {
@@ -427,13 +430,12 @@ type speculation struct {
 // speculate takes e's decision again against the guessed state, with the
 // snapshots parsed so far; nil when they are not parsed yet.
 func (r *replayer) speculate(seq uint64, e *entry.Entry, payload []byte, c *inputsCache) *speculation {
-	snaps := r.snap.Load()
-	reg, ok1 := snaps.registries[*e.ManifestSHA256]
-	lock, ok2 := snaps.locks[*e.LockSHA256]
+	reg, ok1 := r.speculativeSnapshot(entry.SnapshotManifest, *e.ManifestSHA256)
+	lock, ok2 := r.speculativeSnapshot(entry.SnapshotLock, *e.LockSHA256)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	s := &speculation{reg: reg, lock: lock}
+	s := &speculation{reg: reg.reg, lock: lock.lock}
 	add := func(f Finding) { s.findings = append(s.findings, f) }
 	in, err := c.parse(e.Inputs)
 	if err != nil {
@@ -443,9 +445,28 @@ func (r *replayer) speculate(seq uint64, e *entry.Entry, payload []byte, c *inpu
 	g := &guessState{manifest: *e.ManifestSHA256, lock: *e.LockSHA256, spec: s}
 	// Its answers are exact (a handoff ID it calls accepted would make
 	// the guess fail), so messages are compared.
-	decideAgain(seq, e, payload, reg, lock, in, g, func() bool { return true }, add)
+	decideAgain(seq, e, payload, s.reg, s.lock, in, g, func() bool { return true }, add)
 	s.ok = true
 	return s
+}
+
+// speculativeSnapshot returns the snapshot what whose content hash is sum,
+// parsed: by a worker or judge before, or now from the source's bytes when
+// any goroutine may read them (a ledger). Whether it is the snapshot in
+// force is judge's question.
+func (r *replayer) speculativeSnapshot(what string, sum entry.Hash) (*parsedSnapshot, bool) {
+	if p, ok := r.parsed.lookup(what, sum); ok {
+		return p, true
+	}
+	if _, ok := r.src.(concurrentSource); !ok {
+		return nil, false
+	}
+	b, err := r.src.Blob(sum)
+	if err != nil || entry.Sum256(b) != sum {
+		return nil, false
+	}
+	p := r.parsed.parse(what, sum, b)
+	return p, p.err == nil
 }
 
 // holds reports whether st answers the speculation's questions as the

@@ -2,7 +2,7 @@ package verify
 
 import (
 	"fmt"
-	"maps"
+	"sync"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/lockfile"
@@ -10,10 +10,9 @@ import (
 	"github.com/govledger/govledger/policy"
 )
 
-// snapshots holds parsed snapshot bytes by content hash. A ledger holds
-// few snapshots (one per change of the manifest or lock), so all stay. A
-// snapshots value is never changed once published (replayer.snap): judge
-// publishes a copy with each new one, and workers read without locking.
+// snapshots holds the snapshots in force so far (in stored order), parsed,
+// by content hash. A ledger holds few snapshots (one per change of the
+// manifest or lock), so all stay. Only judge uses it.
 type snapshots struct {
 	registries map[entry.Hash]*manifest.Registry
 	locks      map[entry.Hash]*lockfile.Lock
@@ -23,34 +22,89 @@ func newSnapshots() *snapshots {
 	return &snapshots{registries: map[entry.Hash]*manifest.Registry{}, locks: map[entry.Hash]*lockfile.Lock{}}
 }
 
-// parse parses b, the snapshot what whose content hash is sum, unless it
-// was parsed before, and publishes it.
+// parseSnapshot takes in b, the snapshot what whose content hash is sum,
+// unless it was taken in before.
 func (r *replayer) parseSnapshot(what string, sum entry.Hash, b []byte) error {
-	old := r.snap.Load()
-	next := &snapshots{registries: old.registries, locks: old.locks}
-	if what == entry.SnapshotLock {
-		if _, ok := old.locks[sum]; ok {
-			return nil
-		}
-		l, err := lockfile.Parse("lock snapshot "+sum.String(), b)
-		if err != nil {
-			return err
-		}
-		next.locks = maps.Clone(old.locks)
-		next.locks[sum] = l
-	} else {
-		if _, ok := old.registries[sum]; ok {
-			return nil
-		}
-		reg, err := manifest.ParseSnapshot(b)
-		if err != nil {
-			return err
-		}
-		next.registries = maps.Clone(old.registries)
-		next.registries[sum] = reg
+	p := r.parsed.parse(what, sum, b)
+	if p.panicked != nil {
+		panic(p.panicked) // as if judge had parsed it
 	}
-	r.snap.Store(next)
+	if p.err != nil {
+		return p.err
+	}
+	if what == entry.SnapshotLock {
+		r.snap.locks[sum] = p.lock
+	} else {
+		r.snap.registries[sum] = p.reg
+	}
 	return nil
+}
+
+// parsedSnapshots parses each snapshot once, for judge and the workers
+// alike: the bytes whose SHA-256 is sum parse to the same value whoever
+// asks, so judge can tell a worker's speculation used the snapshot in
+// force by comparing pointers.
+type parsedSnapshots struct {
+	mu sync.Mutex
+	m  map[snapshotKey]*parsedSnapshot
+}
+
+type snapshotKey struct {
+	lock bool
+	sum  entry.Hash
+}
+
+type parsedSnapshot struct {
+	once     sync.Once
+	reg      *manifest.Registry
+	lock     *lockfile.Lock
+	err      error
+	panicked any // the parser panicked (err is set too)
+}
+
+// parse returns the snapshot what whose content hash is sum, parsing b
+// (whose SHA-256 the caller checked is sum) if nobody did before.
+func (ps *parsedSnapshots) parse(what string, sum entry.Hash, b []byte) *parsedSnapshot {
+	k := snapshotKey{what == entry.SnapshotLock, sum}
+	ps.mu.Lock()
+	if ps.m == nil {
+		ps.m = map[snapshotKey]*parsedSnapshot{}
+	}
+	p, ok := ps.m[k]
+	if !ok {
+		p = &parsedSnapshot{}
+		ps.m[k] = p
+	}
+	ps.mu.Unlock()
+	p.once.Do(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				p.panicked, p.err = v, fmt.Errorf("snapshot %s: parser panicked: %v", sum, v)
+			}
+		}()
+		if k.lock {
+			p.lock, p.err = lockfile.Parse("lock snapshot "+sum.String(), b)
+		} else {
+			p.reg, p.err = manifest.ParseSnapshot(b)
+		}
+		if p.err == nil && p.reg == nil && p.lock == nil {
+			p.err = fmt.Errorf("snapshot %s parses to nothing", sum)
+		}
+	})
+	return p
+}
+
+// lookup returns the snapshot what whose content hash is sum if someone
+// parsed it without error.
+func (ps *parsedSnapshots) lookup(what string, sum entry.Hash) (*parsedSnapshot, bool) {
+	ps.mu.Lock()
+	p, ok := ps.m[snapshotKey{what == entry.SnapshotLock, sum}]
+	ps.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	p.once.Do(func() {}) // wait for the parse under way
+	return p, p.err == nil
 }
 
 // reevaluate takes e's decision again and reports differences. It returns
@@ -59,9 +113,8 @@ func (r *replayer) parseSnapshot(what string, sum entry.Hash, b []byte) error {
 // again against a guessed state: it is used when st gives the answers
 // the guess gave.
 func (r *replayer) reevaluate(seq uint64, e *entry.Entry, payload []byte, st policy.State, spec *speculation) bool {
-	snaps := r.snap.Load()
-	reg, ok1 := snaps.registries[*e.ManifestSHA256]
-	lock, ok2 := snaps.locks[*e.LockSHA256]
+	reg, ok1 := r.snap.registries[*e.ManifestSHA256]
+	lock, ok2 := r.snap.locks[*e.LockSHA256]
 	if !ok1 || !ok2 {
 		return false
 	}

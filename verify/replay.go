@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/govledger/govledger/entry"
@@ -66,7 +65,7 @@ func replay(ctx context.Context, src Source, opts Options, p pool, stats *replay
 		opts: opts,
 		rep:  &Report{Counts: map[string]int{}, Findings: []Finding{}, Redacted: []uint64{}},
 	}
-	r.snap.Store(newSnapshots())
+	r.snap = newSnapshots()
 	er, _ := src.(entryReader)
 	r.state = newState(er)
 	r.pipe = newPipeline(r, p.workers, p.batch)
@@ -105,8 +104,9 @@ type replayer struct {
 	opts  Options
 	rep   *Report
 	state *state
-	snap  atomic.Pointer[snapshots] // parsed so far, in stored order
-	pipe  *pipeline
+	snap   *snapshots       // in force so far, in stored order
+	parsed parsedSnapshots // every snapshot parsed, by judge or a worker
+	pipe   *pipeline
 
 	inputs inputsCache // of judge and of jobs prepared inline
 	stats  replayStats
@@ -498,7 +498,7 @@ func (r *replayer) snapshot(j *job, e *entry.Entry, st *entry.State) {
 	if e.What != entry.SnapshotLock || e.Lifts == nil || !st.HasLock {
 		return
 	}
-	locks := r.snap.Load().locks
+	locks := r.snap.locks
 	old, ok1 := locks[st.Lock]
 	next, ok2 := locks[sum]
 	if !ok1 || !ok2 {
