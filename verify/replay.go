@@ -99,12 +99,12 @@ func replay(ctx context.Context, src Source, opts Options, p pool, stats *replay
 }
 
 type replayer struct {
-	ctx   context.Context
-	src   Source
-	opts  Options
-	rep   *Report
-	state *state
-	snap   *snapshots       // in force so far, in stored order
+	ctx    context.Context
+	src    Source
+	opts   Options
+	rep    *Report
+	state  *state
+	snap   *snapshots      // in force so far, in stored order
 	parsed parsedSnapshots // every snapshot parsed, by judge or a worker
 	pipe   *pipeline
 
