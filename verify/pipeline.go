@@ -105,6 +105,13 @@ type blobVerdict struct {
 // any goroutine, for any entry already delivered (a ledger).
 type concurrentSource interface{ concurrentBlob() }
 
+// replayScope is implemented by sources that hold resources for the
+// length of a Replay (a ledger's shared view).
+type replayScope interface {
+	beginReplay()
+	endReplay()
+}
+
 // lineSource is implemented by sources that deliver each entry's blob with
 // it (an export): lineBlob returns the blob of the entry being delivered.
 type lineSource interface {

@@ -68,6 +68,10 @@ func replay(ctx context.Context, src Source, opts Options, p pool, stats *replay
 	r.snap = newSnapshots()
 	er, _ := src.(entryReader)
 	r.state = newState(er)
+	if rs, ok := src.(replayScope); ok {
+		rs.beginReplay()
+		defer rs.endReplay() // after the workers stopped
+	}
 	r.pipe = newPipeline(r, p.workers, p.batch)
 	defer r.pipe.close()
 	if stats != nil {
