@@ -179,6 +179,11 @@ func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) {
 	}
 	data, err := lv.v.Blob(sum)
 	s.giveBack(lv)
+	if errors.Is(err, ledger.ErrNotFound) {
+		// The view may be older than the entry (a ledger written while it
+		// is verified): a view of now answers.
+		return s.l.Blob(sum)
+	}
 	if err != nil {
 		return nil, err
 	}
