@@ -17,7 +17,7 @@ import (
 const origin = "example.com/ledger"
 
 // TestAnchorTamperClasses builds, through the ledger API, the tampered
-// ledgers a chain cannot see (RELIABILITY T2, T4, T5, T7): each passes a
+// ledgers a chain cannot see: each passes a
 // chain walk on its own, and each is caught against a checkpoint of the
 // original.
 func TestAnchorTamperClasses(t *testing.T) {

@@ -155,6 +155,10 @@ func (s *State) InForce() (manifest, lock Hash, ok bool) {
 	return s.Manifest, s.Lock, s.HasManifest && s.HasLock
 }
 
+// KeyInForce returns the checkpoint verifier key the last key rotation
+// brought into force ("" before the first).
+func (s *State) KeyInForce() string { return s.Key }
+
 // Apply folds e, whose hash is h, into the state. It checks that e
 // continues the chain (seq is Head.Seq+1, prev is Head.Hash, time is not
 // earlier than Head.Time) and follows the state:

@@ -23,6 +23,7 @@ import (
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
 )
 
 // Defaults for Params.
@@ -76,8 +77,13 @@ type Outcome struct {
 	SHA256   entry.Hash
 	Decision *policy.Decision
 	// Appended holds the entries written by Record (snapshots first, the
-	// handoff entry last); nil for Validate.
+	// handoff entry last); nil for Validate. For a replay it holds only the
+	// first entry of the idempotency key.
 	Appended []ledger.Appended
+	// Replayed is set by Replay: Config.IdempotencyKey was used before for
+	// the same request, nothing was appended now, and Decision and
+	// Appended are those of the first entry.
+	Replayed bool
 }
 
 // Entry returns the handoff entry Record appended, or nil.
@@ -90,6 +96,11 @@ func (o *Outcome) Entry() *ledger.Appended {
 
 // ErrRead is returned when a document cannot be read at all.
 var ErrRead = errors.New("cannot read document")
+
+// ErrIdempotencyConflict is returned (wrapped) by Replay when the
+// idempotency key was used before for a different request. Nothing was
+// appended.
+var ErrIdempotencyConflict = errors.New("idempotency key already used for a different request")
 
 // Payload is a submitted document: at most max bytes are kept, but the hash
 // and size always cover every byte read.
@@ -313,4 +324,49 @@ func (s *recordingState) sameAnswers(st policy.State) bool {
 		}
 	}
 	return true
+}
+
+// Replay answers a Record that failed with used (its idempotency key was
+// used by an earlier entry; nothing was appended) as the command line
+// scopes keys: when that entry records the same request — the same
+// payload bytes, submitter, format, from and to — the outcome is that
+// entry's (Replayed set); otherwise an error wrapping
+// ErrIdempotencyConflict. Entries never change, so reading the first entry
+// after the commit that found it is safe.
+func (c *Config) Replay(l *ledger.Ledger, name string, p *Payload, used *KeyUsedError) (*Outcome, error) {
+	conflict := func(what string) error {
+		return fmt.Errorf("%w: key %q was used by seq %d for %s", ErrIdempotencyConflict, used.Key, used.Seq, what)
+	}
+	if used.Payload != p.SHA256 {
+		return nil, conflict("other bytes (payload_sha256 " + used.Payload.String() + ")")
+	}
+	e, raw, err := l.Get(used.Seq)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != entry.KindHandoff || e.IdempotencyKey != used.Key || e.PayloadSHA256 == nil || *e.PayloadSHA256 != p.SHA256 {
+		return nil, &ledger.RecordError{Seq: used.Seq, Op: "replay", Err: fmt.Errorf("%w: does not carry idempotency key %q", ledger.ErrCorrupt, used.Key)}
+	}
+	if e.Submitter != c.Submitter {
+		return nil, conflict(fmt.Sprintf("submitter %q", e.Submitter))
+	}
+	var params policy.Params
+	if e.Inputs != nil {
+		in, err := policy.ParseInputs(e.Inputs)
+		if err != nil {
+			return nil, &ledger.RecordError{Seq: used.Seq, Op: "decode inputs", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+		}
+		params = in.Params
+	}
+	if params.Format != c.Params.Format || params.From != c.Params.From || params.To != c.Params.To {
+		return nil, conflict(fmt.Sprintf("format %q, from %q, to %q", params.Format, params.From, params.To))
+	}
+	d := &policy.Decision{Decision: e.Decision, Reasons: []reason.Reason{}, Blocks: e.Blocks,
+		Record: &handoff.Record{Format: handoff.Format(e.Format.S), HandoffID: e.HandoffID.S,
+			Source: handoff.AgentRef{ID: e.Source.S}, Target: handoff.AgentRef{ID: e.Target.S}, WorkflowID: e.WorkflowID.S}}
+	if e.Reasons != nil {
+		d.Reasons = *e.Reasons
+	}
+	return &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256, Decision: d, Replayed: true,
+		Appended: []ledger.Appended{{Entry: e, Raw: raw, Hash: entry.LeafHash(raw)}}}, nil
 }

@@ -65,7 +65,7 @@ func mustVerify(t *testing.T, l *ledger.Ledger) *verify.Report {
 
 // TestConcurrentReplayOneAcceptance sends one handoff 50 times at once:
 // exactly one is accepted, every other is REPLAY naming its seq, and the
-// ledger verifies (RELIABILITY R1).
+// ledger verifies.
 func TestConcurrentReplayOneAcceptance(t *testing.T) {
 	cfg, dir := setup(t)
 	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})

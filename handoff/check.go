@@ -22,7 +22,7 @@ var (
 	// (package manifest), applied to every agent name a handoff carries.
 	agentIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	// rfc3339RE is the only timestamp shape accepted: RFC 3339 with an
-	// upper-case T and Z, 1-9 fraction digits (RELIABILITY R5).
+	// upper-case T and Z, 1-9 fraction digits.
 	rfc3339RE   = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`)
 	sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )

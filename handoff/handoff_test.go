@@ -181,7 +181,7 @@ func TestNilEnv(t *testing.T) {
 	}
 }
 
-// TestHugeInputs covers RELIABILITY I6/I7 with generated documents.
+// TestHugeInputs covers huge inputs with generated documents.
 func TestHugeInputs(t *testing.T) {
 	big := strings.Repeat("a", 10<<20)
 	tests := []struct {

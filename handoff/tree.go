@@ -22,7 +22,7 @@ import (
 )
 
 // MaxDepth is the deepest nesting of mappings/objects and sequences/arrays
-// that Parse accepts in any format (RELIABILITY I6).
+// that Parse accepts in any format.
 const MaxDepth = 32
 
 // kind is the type of a document value after the carrier (JSON or YAML)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,9 @@ type State interface {
 	// InForce returns the content hashes of the snapshots in force; ok is
 	// false until both a manifest and a lock snapshot were recorded.
 	InForce() (manifest, lock entry.Hash, ok bool)
+	// KeyInForce returns the checkpoint verifier key the last key
+	// rotation brought into force ("" before the first).
+	KeyInForce() string
 }
 
 // Result lists what an Append wrote: snapshot entries first, then the
@@ -239,6 +243,11 @@ func (l *Ledger) commit(batch []*pending) {
 		if attempt == l.maxRetries {
 			err = fmt.Errorf("%w: %d retries spent", err, l.maxRetries)
 			break
+		}
+		if attempt >= 2 {
+			// Writers that keep colliding move in lockstep: a short
+			// random pause lets one of them through.
+			time.Sleep(rand.N(time.Duration(min(attempt, 20)) * time.Millisecond))
 		}
 	}
 	switch {

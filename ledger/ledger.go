@@ -18,7 +18,7 @@ import (
 const (
 	DefaultMaxBatch = 256
 	// DefaultMaxRetries is the default Options.MaxRetries.
-	DefaultMaxRetries = 16
+	DefaultMaxRetries = 64
 	// DefaultOriginPrefix starts the origin a driver gives a new ledger
 	// when none is asked for; 16 random hex digits follow.
 	DefaultOriginPrefix = "govledger.local/"

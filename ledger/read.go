@@ -129,6 +129,9 @@ type Query struct {
 	Until      time.Time // entry time < Until
 	Limit      int       // at most this many (0: no limit)
 	Newest     bool      // with Limit: keep the newest matches, not the oldest
+	// Before and After bound the seqs, for cursor paging: only entries
+	// with seq < Before (0: no bound) and seq > After.
+	Before, After uint64
 }
 
 // Find returns, in ascending order, the seqs of entries matching every
@@ -146,6 +149,9 @@ func (l *Ledger) Find(q Query) ([]uint64, error) {
 // Match reports whether e matches every field of q but Limit and Newest.
 // A driver's Find confirms each candidate its indexes give with it.
 func (q *Query) Match(e *entry.Entry) bool {
+	if e.Seq <= q.After || q.Before != 0 && e.Seq >= q.Before {
+		return false
+	}
 	if q.HandoffID != "" && (!e.HandoffID.Valid || e.HandoffID.S != q.HandoffID) {
 		return false
 	}

@@ -86,8 +86,8 @@ func ParseSkill(file string, data []byte) (agent Agent, ok bool, err error) {
 
 // ParseSkills builds a registry from the SKILL.md files of a skills folder
 // dir (used for Registry.Dir and to name files in errors; not accessed).
-// Agents are sorted by path. Every file's errors, and every rule of
-// DESIGN.md across agents, are reported together as an ErrorList. The
+// Agents are sorted by path. Every file's errors, and every registry rule
+// across agents, are reported together as an ErrorList. The
 // registry's Snapshot is its canonical JSON (see ParseSnapshot).
 func ParseSkills(dir string, files []SkillFile) (*Registry, error) {
 	files = slices.Clone(files)

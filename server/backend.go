@@ -37,8 +37,9 @@ type Backend interface {
 	Entries(ctx context.Context, q Query) (*Page, error)
 	// Entry returns entry seq (ErrNotFound beyond the head).
 	Entry(ctx context.Context, seq uint64) (*EntryView, error)
-	// Payload returns the stored bytes of entry seq's document
-	// (ErrNotFound without one, ErrRedacted when they were redacted).
+	// Payload returns the stored bytes of entry seq's document, or of a
+	// snapshot entry's content (ErrNotFound without one, ErrRedacted when
+	// they were redacted).
 	Payload(ctx context.Context, seq uint64) ([]byte, error)
 	// Proof returns the inclusion proof of entry seq in the tree of
 	// treeSize entries (0: the current head) with a signed checkpoint.

@@ -24,6 +24,11 @@
 //
 // A Reader never reads ahead of the line it returns, so a writer can answer
 // each item before the next line has been sent.
+//
+// "govledger record -" reads standard input with Sniff, which tells an
+// NDJSON stream (read with a Reader) from a YAML stream of "---"
+// documents (read with a DocReader) and from a single document by the
+// input's first non-blank line.
 package stream
 
 import (

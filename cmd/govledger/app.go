@@ -98,7 +98,7 @@ Shell completion: see "govledger completion --help".
 			&cli.StringFlag{Name: "lock", Value: "prompt-lock.json", EnvVars: envFlag("GOVLEDGER_LOCK", ""),
 				Usage: "prompt lockfile", Destination: &g.lock},
 			&cli.StringFlag{Name: "db", Value: "govledger.db", EnvVars: envFlag("GOVLEDGER_DB", ""),
-				Usage: "ledger database (bbolt file)", Destination: &g.db},
+				Usage: "ledger database: a bbolt file, or a postgres:// URL", Destination: &g.db},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "text", EnvVars: envFlag("GOVLEDGER_OUTPUT", ""),
 				Usage: "output format: text or json; lock check adds github and sarif, validate and record seed-error", Destination: &g.output},
 			&cli.StringFlag{Name: "origin", EnvVars: envFlag("GOVLEDGER_ORIGIN", ""),
@@ -243,6 +243,7 @@ func commands(g *globals) []*cli.Command {
 		showCommand(g),
 		traceCommand(g),
 		exportCommand(g),
+		copyCommand(g),
 		statsCommand(g),
 		unblockCommand(g),
 		blocksCommand(g),
@@ -296,5 +297,5 @@ func checkOrigin(g *globals, l *ledger.Ledger) error {
 	}
 	l.Close()
 	return usageErr("--origin %q differs from the origin %q of ledger %s (an origin is fixed when the ledger is created)",
-		g.origin, l.Origin(), g.db)
+		g.origin, l.Origin(), g.dbName())
 }

@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/govledger/govledger/ledger/postgres/pgtest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,7 +31,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	// One PostgreSQL server for the tests that need one, started by the
+	// first of them (pgtest.NewDB).
+	code := pgtest.Main(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,9 +11,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/govledger/govledger/checkpoint"
-	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func checkpointCommand(g *globals) *cli.Command {
@@ -111,6 +112,7 @@ Examples:
 			&cli.StringFlag{Name: "new-key", Usage: "verifier key (file or literal) that signs from now on", Destination: &newKey},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for ssh-ed25519 keys (default: the ledger origin)", Destination: &keyName},
 			&cli.StringFlag{Name: "reason", Usage: "why the key changes (recorded in the entry)", Destination: &why},
+			asFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -119,11 +121,8 @@ Examples:
 			if newKey == "" || strings.TrimSpace(why) == "" {
 				return usageErr("checkpoint rotate: --new-key and --reason are required")
 			}
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			l, err := openDB(c.Context, g, openExisting)
 			if err != nil {
-				return ledgerErr(g.db, err)
-			}
-			if err := checkOrigin(g, l); err != nil {
 				return err
 			}
 			defer l.Close()
@@ -155,28 +154,16 @@ Examples:
 					return usageErr("checkpoint rotate: old and new keys are the same")
 				}
 			}
-			// The chain of rotations must not fork: --old-key names the key
-			// the last rotation brought into force (any key for the first).
-			inForce, at, err := keyInForce(c, l)
+			as, err := submitter(c, g)
 			if err != nil {
 				return err
 			}
-			switch {
-			case inForce != "" && oldV == "":
-				return usageErr("checkpoint rotate: --old-key is required: %s is in force since seq %d", inForce, at)
-			case inForce != "" && oldV != inForce:
-				return usageErr("checkpoint rotate: --old-key %s is not the key in force (%s, since seq %d)", oldV, inForce, at)
-			case inForce == newV:
-				return usageErr("checkpoint rotate: %s is already in force (since seq %d)", newV, at)
-			}
-			res, err := l.Append(c.Context, &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
-				e.Kind, e.OldKey, e.NewKey, e.Note = entry.KindKeyRotation, oldV, newV, why
-				return nil
-			}})
-			if err != nil {
+			a, err := govern.RotateKey(c.Context, l, oldV, newV, why, as)
+			if errors.Is(err, govern.ErrKeyRotation) {
+				return usageErr("checkpoint rotate: %s", strings.TrimPrefix(err.Error(), govern.ErrKeyRotation.Error()+": "))
+			} else if err != nil {
 				return internalErr(err)
 			}
-			a := res.Last()
 			out := rotateResult{Schema: "govledger.checkpoint-rotate/v1", Seq: a.Entry.Seq, Hash: a.Hash.String(), OldKey: oldV, NewKey: newV, Reason: why}
 			if g.output == "json" {
 				return writeJSON(g.stdout, out)
@@ -185,27 +172,6 @@ Examples:
 			return nil
 		},
 	}
-}
-
-// keyInForce returns the new_key of the ledger's last key_rotation entry
-// and its seq ("" and 0 when there is none).
-func keyInForce(c *cli.Context, l *ledger.Ledger) (string, uint64, error) {
-	var key string
-	var at uint64
-	err := l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
-		e, err := entry.Decode(raw)
-		if err != nil {
-			return ledgerReadErr(seq, err)
-		}
-		if e.Kind == entry.KindKeyRotation {
-			key, at = e.NewKey, seq
-		}
-		return nil
-	})
-	if err != nil {
-		return "", 0, ledgerReadErr(0, err)
-	}
-	return key, at, nil
 }
 
 type rotateResult struct {
@@ -219,14 +185,7 @@ type rotateResult struct {
 
 // openLedgerRead opens the --db ledger read-only with a finite lock wait.
 func openLedgerRead(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
-	if err != nil {
-		return nil, ledgerErr(g.db, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openReadOnly)
 }
 
 // loadSigner loads a signer key file; OpenSSH keys are named keyName or,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,13 +9,14 @@ import (
 	"os/user"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -40,21 +42,59 @@ func asFlag() cli.Flag {
 }
 
 // submitter is --as, else GOVLEDGER_AS, else the OS user running the
-// command.
-func submitter(c *cli.Context, g *globals) string {
-	if s := strings.TrimSpace(c.String("as")); s != "" {
-		return s
+// command. A name that could not be shown as it is (control characters,
+// line breaks, invisible format characters, invalid UTF-8, more than 256
+// bytes) is refused (exit 2): it is recorded in the entry and shown by
+// blocks, log and the viewer.
+func submitter(c *cli.Context, g *globals) (string, error) {
+	if s := c.String("as"); strings.TrimSpace(s) != "" {
+		return checkSubmitter("--as", s)
 	}
-	if s := strings.TrimSpace(g.getenv("GOVLEDGER_AS")); s != "" {
-		return s
+	if s := g.getenv("GOVLEDGER_AS"); strings.TrimSpace(s) != "" {
+		return checkSubmitter("GOVLEDGER_AS", s)
 	}
 	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
+		return checkSubmitter("the OS user name", u.Username)
 	}
 	if s := g.getenv("USER"); s != "" {
-		return s
+		return checkSubmitter("USER", s)
 	}
-	return "unknown"
+	return "unknown", nil
+}
+
+// maxSubmitter is the longest submitter an entry holds, in bytes.
+const maxSubmitter = 256
+
+// checkSubmitter trims s and accepts 1 to 256 bytes of UTF-8 without
+// control or format characters. The refusal shows s escaped and cut, never
+// raw.
+func checkSubmitter(from, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	shown := s
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	bad := func(why string) error {
+		return usageErr("%s %+q: %s; want 1 to %d bytes of printable UTF-8", from, shown, why, maxSubmitter)
+	}
+	if !utf8.ValidString(s) {
+		for i, r := range s {
+			if r == utf8.RuneError {
+				if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+					return "", bad(fmt.Sprintf("invalid UTF-8 at byte %d", i+1))
+				}
+			}
+		}
+	}
+	if len(s) > maxSubmitter {
+		return "", usageErr("%s is %d bytes long; want 1 to %d bytes of printable UTF-8", from, len(s), maxSubmitter)
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return "", bad(fmt.Sprintf("%U at byte %d is a control or format character", r, i+1))
+		}
+	}
+	return s, nil
 }
 
 // loadConfig loads the registry and lock named by the global flags and the
@@ -106,14 +146,7 @@ func knownFormat(f handoff.Format) bool {
 
 // openLedger opens the ledger for writing (record, unblock, redact).
 func openLedger(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{Timeout: g.openTimeout(), Origin: g.origin, Now: g.clock()})
-	if err != nil {
-		return nil, ledgerErr(g.db, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openCreate)
 }
 
 // clock returns the ledger clock: time.Now unless a test pinned it.
@@ -131,14 +164,7 @@ func (g *globals) clock() func() time.Time {
 // corruption (exit 1) instead of crashing inside bbolt. The walk reads each
 // page once.
 func openLedgerRO(g *globals) (*ledger.Ledger, error) {
-	l, err := bolt.Open(g.db, &bolt.Options{ReadOnly: true, NoCreate: true, Timeout: g.openTimeout(), CheckPages: true})
-	if err != nil {
-		return nil, ledgerErr(g.db, err)
-	}
-	if err := checkOrigin(g, l); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return openDB(context.Background(), g, openReadOnly)
 }
 
 // readInputs reads each named document ("-" is standard input).

@@ -25,9 +25,11 @@ const exitCodeTable = `Exit codes:
   0  ok: in sync, every handoff accepted, ledger verified
   1  the check found something: drift, a rejected handoff, tampering or corruption
   2  usage error, or unreadable or invalid input (flags, manifest, lock, a
-     missing ledger or a path that is not a ledger)
-  3  internal failure: the ledger could not be opened (locked, newer format,
-     no permission) or written
+     missing ledger or a path that is not a ledger), or a refusal by the
+     --server (401, 403 and other 4xx)
+  3  internal failure: the ledger could not be opened (locked, held by a
+     running serve, newer format, no permission) or written, or the
+     --server did not answer or answered 429 or 5xx
 `
 
 // exitError carries an exit code. Commands return one; only main exits.

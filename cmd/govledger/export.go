@@ -25,9 +25,12 @@ short script; 'govledger verify --export FILE' does the same.
 
 Examples:
   govledger export > audit.jsonl
-  govledger export --out audit.jsonl && govledger verify --export audit.jsonl`,
+  govledger export --out audit.jsonl && govledger verify --export audit.jsonl
+  govledger export --server http://127.0.0.1:8080 --out audit.jsonl
+` + remoteHelp + ` The token needs ledger:read and payload:read.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "write to this file (atomically) instead of standard output"},
+			serverFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -35,6 +38,12 @@ Examples:
 			}
 			if c.NArg() > 0 {
 				return usageErr("export takes no arguments (use --out FILE)")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteExport(c, g, cl)
 			}
 			l, err := openLedgerRO(g)
 			if err != nil {

@@ -98,6 +98,12 @@ func TestLedgerCLIGolden(t *testing.T) {
 		{"log", "", []string{"log"}, 0},
 		{"log-rejected-json", "", []string{"log", "--decision", "rejected", "--output", "json"}, 0},
 		{"log-code", "", []string{"log", "--code", "HASH_MISMATCH"}, 0},
+		{"log-limit", "", []string{"log", "--limit", "3"}, 0},
+		{"log-limit-next-page", "", []string{"log", "--limit", "3", "--before", "9"}, 0},
+		{"log-reverse-after-json", "", []string{"--output", "json", "log", "--reverse", "--after", "3", "--limit", "2"}, 0},
+		{"log-filtered-limit", "", []string{"log", "--kind", "handoff", "--decision", "rejected", "--limit", "2"}, 0},
+		{"log-last-page", "", []string{"log", "--limit", "3", "--before", "4"}, 0},
+		{"log-before-zero", "", []string{"log", "--before", "0"}, 2},
 		{"show-seq", "", []string{"show", "3"}, 0},
 		{"show-id-json", "", []string{"--output", "json", "show", "550e8400-e29b-41d4-a716-446655440000"}, 0},
 		{"show-missing", "", []string{"show", "999"}, 2},
@@ -110,6 +116,10 @@ func TestLedgerCLIGolden(t *testing.T) {
 		{"usage-unknown-command", "", []string{"frobnicate"}, 2},
 		{"usage-bad-output", "", []string{"--output", "yaml", "verify"}, 2},
 		{"usage-bad-format", "", []string{"validate", "--format", "xml/1", e.doc("01-product-to-analysis.json")}, 2},
+		{"record-stream", "{\"document\": \"not a handoff\", \"idempotency_key\": \"k-1\"}\n" +
+			"{\"document\": \"not a handoff\", \"idempotency_key\": \"k-1\"}\n{\"document\": \"other\", \"idempotency_key\": \"k-1\"}\n",
+			[]string{"record", "-"}, 2},
+		{"record-stream-json", "---\nhandoff: {}\n---\nnot: a handoff\n", []string{"--output", "json", "record", "-"}, 1},
 	}
 	for _, s := range steps {
 		code, stdout, stderr := e.run(s.stdin, s.args...)

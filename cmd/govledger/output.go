@@ -59,6 +59,7 @@ var outputs = map[string][]string{
 	"trace":             {outText, outJSON},
 	"export":            {outText, outJSON}, // JSON Lines either way
 	"stats":             {outText, outJSON},
+	"copy":              {outText, outJSON},
 	"unblock":           {outText, outJSON},
 	"blocks":            {outText, outJSON},
 	"registry":          {outText, outJSON},

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/ledger/bolt"
 )
 
 func redactCommand(g *globals) *cli.Command {
@@ -42,11 +41,8 @@ Examples:
 			if err != nil || seq == 0 {
 				return usageErr("redact: SEQ %q is not a positive integer", c.Args().First())
 			}
-			l, err := bolt.Open(g.db, &bolt.Options{NoCreate: true, Timeout: g.openTimeout(), Now: g.clock()})
+			l, err := openDB(c.Context, g, openExisting)
 			if err != nil {
-				return ledgerErr(g.db, err)
-			}
-			if err := checkOrigin(g, l); err != nil {
 				return err
 			}
 			defer l.Close()

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
@@ -200,7 +201,10 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	operator := submitter(c, g)
+	operator, err := submitter(c, g)
+	if err != nil {
+		return err
+	}
 	go func() {
 		for {
 			select {
@@ -230,8 +234,17 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if tc != nil {
 		scheme = "https"
 	}
+	// Before "listening": a command that finds the ledger locked from
+	// then on can name the server.
+	removeSidecar := func() {}
+	if !postgres.IsDSN(g.db) { // a database, not a file: no lock to name the server in
+		if removeSidecar, err = writeSidecar(g.db, scheme+"://"+ln.Addr().String()); err != nil {
+			return internalErr(err)
+		}
+	}
+	defer removeSidecar()
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
-		"db", g.db, "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
+		"db", g.dbName(), "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
 	if tc != nil {
 		err = srv.ServeTLS(ctx, ln, tc)

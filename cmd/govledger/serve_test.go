@@ -492,7 +492,7 @@ func TestServeRefusesToStart(t *testing.T) {
 	}{
 		{"no tokens file", []string{"--tokens", filepath.Join(e.dir, "missing.json")}, 2, "does not exist: run 'govledger token create' first"},
 		{"invalid manifest", []string{"--manifest", filepath.Join(e.dir, "registry-lock.json")}, 2, "manifest"},
-		{"ledger held by the running server", nil, 3, "in use by another process"},
+		{"ledger held by the running server", nil, 3, "is held by govledger serve (pid "},
 		{"--tls-key without --tls-cert", []string{"--tls-key", "x.key"}, 2, "--tls-cert and --tls-key go together"},
 	} {
 		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--tokens", e.tokens}, c.args...)

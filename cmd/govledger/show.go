@@ -38,13 +38,22 @@ func showCommand(g *globals) *cli.Command {
 Examples:
   govledger show 12
   govledger show 550e8400-e29b-41d4-a716-446655440000
-  govledger --output json show 12 | jq -r .payload`,
+  govledger --output json show 12 | jq -r .payload
+  govledger show --server http://127.0.0.1:8080 12
+` + remoteHelp + ` The token needs ledger:read and payload:read.`,
+		Flags: []cli.Flag{serverFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err
 			}
 			if c.NArg() != 1 {
 				return usageErr("show takes exactly one SEQ or HANDOFF_ID")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteShow(c, g, cl, c.Args().First())
 			}
 			l, err := openLedgerRO(g)
 			if err != nil {

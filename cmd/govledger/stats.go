@@ -1,23 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/govern"
 	"github.com/urfave/cli/v2"
 )
 
 type statsResult struct {
-	Schema    string         `json:"schema"`
-	Origin    string         `json:"origin"`
-	Entries   uint64         `json:"entries"`
-	Head      string         `json:"head"`
-	Kinds     map[string]int `json:"kinds"`
-	Decisions map[string]int `json:"decisions"`
-	Formats   map[string]int `json:"formats"`
-	Codes     map[string]int `json:"codes"`
-	Blocked   map[string]int `json:"blocked_by_agent"`
+	Schema string `json:"schema"`
+	*govern.Counts
 }
 
 func statsCommand(g *globals) *cli.Command {
@@ -39,40 +33,18 @@ func statsCommand(g *globals) *cli.Command {
 				return err
 			}
 			defer l.Close()
-			res := &statsResult{Schema: "govledger.stats/v1", Origin: l.Origin(), Head: entry.ZeroHash.String(),
-				Kinds: map[string]int{}, Decisions: map[string]int{}, Formats: map[string]int{}, Codes: map[string]int{}, Blocked: map[string]int{}}
-			err = l.Scan(c.Context, 1, func(seq uint64, raw []byte) error {
-				e, err := entry.Decode(raw)
-				if err != nil {
-					return ledgerReadErr(seq, err)
-				}
-				res.Entries++
-				res.Head = entry.LeafHash(raw).String()
-				res.Kinds[e.Kind]++
-				if e.Kind == entry.KindHandoff {
-					res.Decisions[e.Decision]++
-					f := e.Format.String()
-					if f == "" {
-						f = "unknown"
-					}
-					res.Formats[f]++
-					for _, r := range reasonsOf(e) {
-						res.Codes[string(r.Code)]++
-					}
-					for _, a := range e.Blocks {
-						res.Blocked[a]++
-					}
-				}
-				return nil
-			})
-			if err != nil {
+			counts, err := govern.Count(c.Context, l)
+			if d := (*govern.DamagedError)(nil); errors.As(err, &d) {
+				return ledgerReadErr(d.Seq, d.Err)
+			} else if err != nil {
 				return ledgerReadErr(0, err)
 			}
+			res := &statsResult{Schema: "govledger.stats/v1", Counts: counts}
 			if g.output == "json" {
 				return writeJSON(g.stdout, res)
 			}
 			w := g.stdout
-			fmt.Fprintf(w, "ledger %s (origin %s)\nentries %d, head %s\n", g.db, res.Origin, res.Entries, res.Head)
+			fmt.Fprintf(w, "ledger %s (origin %s)\nentries %d, head %s\n", g.dbName(), res.Origin, res.Entries, res.Head)
 			for _, t := range []struct {
 				name string
 				m    map[string]int

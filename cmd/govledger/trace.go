@@ -24,13 +24,26 @@ to whom, and what was decided.
 
 Examples:
   govledger trace swarm-session-20260204-183000-a1b2c3d4
-  govledger --output json trace workflow-abc123`,
+  govledger --output json trace workflow-abc123
+  govledger trace --server http://127.0.0.1:8080 workflow-abc123
+` + remoteHelp,
+		Flags: []cli.Flag{serverFlag()},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err
 			}
 			if c.NArg() != 1 {
 				return usageErr("trace takes exactly one WORKFLOW_ID")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				res, err := remoteTrace(c, cl, c.Args().First())
+				if err != nil {
+					return err
+				}
+				return renderTrace(g, res)
 			}
 			l, err := openLedgerRO(g)
 			if err != nil {
@@ -50,19 +63,23 @@ Examples:
 				}
 				res.Steps = append(res.Steps, newEntryView(e, raw))
 			}
-			if g.output == "json" {
-				return writeJSON(g.stdout, res)
-			}
-			if len(res.Steps) == 0 {
-				fmt.Fprintf(g.stdout, "no handoffs recorded for workflow %q\n", wf)
-				return nil
-			}
-			fmt.Fprintf(g.stdout, "workflow %s: %d handoffs\n", wf, len(res.Steps))
-			for i, s := range res.Steps {
-				fmt.Fprintf(g.stdout, "%3d. ", i+1)
-				renderEntryLine(g.stdout, s)
-			}
-			return nil
+			return renderTrace(g, res)
 		},
 	}
+}
+
+func renderTrace(g *globals, res *traceResult) error {
+	if g.output == "json" {
+		return writeJSON(g.stdout, res)
+	}
+	if len(res.Steps) == 0 {
+		fmt.Fprintf(g.stdout, "no handoffs recorded for workflow %q\n", res.WorkflowID)
+		return nil
+	}
+	fmt.Fprintf(g.stdout, "workflow %s: %d handoffs\n", res.WorkflowID, len(res.Steps))
+	for i, s := range res.Steps {
+		fmt.Fprintf(g.stdout, "%3d. ", i+1)
+		renderEntryLine(g.stdout, s)
+	}
+	return nil
 }

@@ -5,14 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/govledger/govledger/govern"
 	"github.com/urfave/cli/v2"
-
-	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
 )
-
-// errNotBlocked is returned when unblock names an agent that is not blocked.
-var errNotBlocked = errors.New("agent is not blocked")
 
 type unblockResult struct {
 	Schema    string `json:"schema"`
@@ -49,28 +44,22 @@ Examples:
 			if note == "" {
 				return usageErr("unblock: --reason is required: why the block may be lifted")
 			}
-			as := submitter(c, g)
+			as, err := submitter(c, g)
+			if err != nil {
+				return err
+			}
 			l, err := openLedger(g)
 			if err != nil {
 				return err
 			}
 			defer l.Close()
-			var by uint64
-			res, err := l.Append(c.Context, &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
-				seq, ok := st.Blocked(agent)
-				if !ok {
-					return errNotBlocked
-				}
-				by = seq
-				e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, agent, note, as
-				return nil
-			}})
-			if errors.Is(err, errNotBlocked) {
+			u, err := govern.Unblock(c.Context, l, agent, note, as)
+			if errors.Is(err, govern.ErrNotBlocked) {
 				return usageErr("unblock: %s is not blocked", agent)
 			} else if err != nil {
 				return internalErr(err)
 			}
-			a := res.Entries[len(res.Entries)-1]
+			a, by := u.Appended, u.BlockedBy
 			out := &unblockResult{Schema: "govledger.unblock/v1", Agent: agent, BlockedBy: by, Seq: a.Entry.Seq, EntryHash: a.Hash.String()}
 			if g.output == "json" {
 				return writeJSON(g.stdout, out)

@@ -48,12 +48,20 @@ Examples:
   govledger verify
   govledger --db audit.db --output json verify
   govledger verify --export audit.jsonl
-  govledger verify --checkpoint cp/latest --key ledger.pub --state ~/.govledger-state`,
+  govledger verify --checkpoint cp/latest --key ledger.pub --state ~/.govledger-state
+  govledger verify --server http://127.0.0.1:8080 --key ledger.pub
+` + remoteHelp + `
+verify --server fetches the server's signed checkpoint and its export and
+trusts neither: the checkpoint must be signed by --key, the export is replayed
+here as --export does, and the tree root over the checkpoint's entries,
+computed here, must be the checkpoint's. The token needs ledger:read and
+payload:read.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "export", Usage: "verify a JSON Lines export instead of the database"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "signed checkpoint the ledger must extend"},
 			&cli.StringFlag{Name: "key", Usage: "verifier key (note format NAME+hash+key, or an OpenSSH ed25519 public key file) for --checkpoint"},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the newest checkpoint seen; refuses to go backwards"},
+			serverFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -61,6 +69,12 @@ Examples:
 			}
 			if c.NArg() > 0 {
 				return usageErr("verify takes no arguments (use --db or --export)")
+			}
+			if cl, err := remoteClient(c, g); cl != nil || err != nil {
+				if err != nil {
+					return err
+				}
+				return remoteVerify(c, g, cl)
 			}
 			if (c.String("checkpoint") == "") != (c.String("key") == "") {
 				return usageErr("verify: --checkpoint and --key go together")
@@ -85,7 +99,7 @@ Examples:
 					return lerr
 				}
 				defer l.Close()
-				res.Source = g.db
+				res.Source = g.dbName()
 				head, _, _ := l.Head()
 				prog, done := progress(g, head, "verify")
 				rep, err = verify.Replay(c.Context, verify.LedgerSource(l), verify.Options{

@@ -205,8 +205,8 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 }
 
 // tamper copies src to dst and changes, in place, the stored target of
-// the entry whose canonical bytes are victim to an agent id of the same
-// length.
+// the entry whose canonical bytes are victim (every copy of them in the
+// file) to an agent id of the same length.
 func tamper(src, dst string, victim []byte, st *Story) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -223,7 +223,16 @@ func tamper(src, dst string, victim []byte, st *Story) error {
 		return errors.New("demo: the entry to tamper with is not where expected")
 	}
 	forged := swapLast(target)
-	copy(b[i+j:], `"target":"`+forged+`"`)
+	// Every copy: the file may hold stale copies of the page in free
+	// pages, and only one copy is the live entry.
+	for i >= 0 {
+		copy(b[i+j:], `"target":"`+forged+`"`)
+		k := bytes.Index(b[i+1:], victim)
+		if k < 0 {
+			break
+		}
+		i += 1 + k
+	}
 	st.TamperWhat = fmt.Sprintf("target %q -> %q", target, forged)
 	return os.WriteFile(dst, b, 0o600)
 }

@@ -69,11 +69,16 @@ func (d *Driver) setLast(h headTime) {
 	d.hmu.Unlock()
 }
 
+// appendFill is the fill of buckets whose keys grow (entries, tree tiles,
+// idx_time, idx_decision): bbolt splits a page at this fraction, and a page left behind
+// is never written again, so filling it whole wastes nothing.
+const appendFill = 1.0
+
 // writer stores one batch inside a write transaction.
 type writer struct {
 	d                                *Driver
 	tx                               *bolt.Tx
-	meta, entries, blobs, tree       *bolt.Bucket
+	meta, entries, blobs, tiles      *bolt.Bucket
 	accepted, blocked, redacted, idm *bolt.Bucket
 	seq                              uint64 // the head seq stored so far
 	// indexed is meta "indexed"; unindexed holds the secondary index keys
@@ -94,7 +99,7 @@ type indexed struct {
 func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 	w := &writer{d: d, tx: tx,
 		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
-		tree: tx.Bucket(bucketTree), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
+		tiles: tx.Bucket(bucketTiles), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
 		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
 	for _, name := range allBuckets {
 		if tx.Bucket(name) == nil {
@@ -121,6 +126,7 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ledger.ErrCorrupt, k, seq)
 	}
 	w.seq = seq
+	w.entries.FillPercent, w.tiles.FillPercent = appendFill, appendFill
 	if w.indexed, err = readIndexed(w.meta, seq); err != nil {
 		return nil, err
 	}
@@ -131,11 +137,8 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 // tables, erasures, meta, and the secondary indexes when they trail the
 // head by Options.IndexBatch.
 func (w *writer) store(b *ledger.Batch) error {
-	base := uint64(tlog.StoredHashIndex(0, int64(b.At.Seq)))
-	for i, h := range b.Hashes {
-		if err := w.tree.Put(be64(base+uint64(i)), clone(h[:])); err != nil {
-			return err
-		}
+	if err := putTiles(w.tiles, tlog.StoredHashIndex(0, int64(b.At.Seq)), b.Hashes); err != nil {
+		return err
 	}
 	for _, a := range b.Entries {
 		key := be64(a.Entry.Seq)
@@ -170,6 +173,60 @@ func (w *writer) store(b *ledger.Batch) error {
 		return w.flushIndexes(w.d.unindexed)
 	}
 	return nil
+}
+
+// putTiles adds the stored hashes from index base on (in tlog storage
+// order) to the tiles holding them: only hashes of levels 0, 8, 16, … are
+// kept, each appended to its tile, which must end just before it. A tile
+// is rewritten once per commit that extends it and never after it is full.
+func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
+	changed := map[string][]byte{}
+	var order []string
+	for i, h := range hashes {
+		level, n := tlog.SplitStoredHashIndex(base + int64(i))
+		if level%tileHeight != 0 {
+			continue
+		}
+		k := string(tileKey(level/tileHeight, n>>tileHeight))
+		data, ok := changed[k]
+		if !ok {
+			data = clone(b.Get([]byte(k)))
+			order = append(order, k)
+		}
+		if pos := int(n & (1<<tileHeight - 1)); len(data) != pos*tlog.HashSize {
+			return fmt.Errorf("%w: tile %x holds %d bytes, hash %d of its level goes at %d", ledger.ErrCorrupt, k, len(data), n, pos*tlog.HashSize)
+		}
+		changed[k] = append(data, h[:]...)
+	}
+	slices.Sort(order)
+	for _, k := range order {
+		if err := b.Put([]byte(k), changed[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tileHashes implements tlog.HashReader over a tiles bucket: each stored
+// hash is read from, or computed within, the tile holding it.
+func tileHashes(b *bolt.Bucket, indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		if x < 0 {
+			return nil, fmt.Errorf("%w: tree hash index %d", ledger.ErrCorrupt, x)
+		}
+		t := tlog.TileForIndex(tileHeight, x)
+		data := b.Get(tileKey(t.L, t.N))
+		if len(data) < t.W*tlog.HashSize || len(data)%tlog.HashSize != 0 || len(data) > tlog.HashSize<<tileHeight {
+			return nil, fmt.Errorf("%w: tree hash %d: tile %d/%d is %d bytes, want at least %d", ledger.ErrCorrupt, x, t.L, t.N, len(data), t.W*tlog.HashSize)
+		}
+		h, err := tlog.HashFromTile(t, data, x)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tree hash %d: %v", ledger.ErrCorrupt, x, err)
+		}
+		out[i] = h
+	}
+	return out, nil
 }
 
 // persist writes what the batch's entries changed in the derived state
@@ -272,6 +329,13 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 		keys := perBucket[string(name)]
 		slices.SortFunc(keys, bytes.Compare)
 		b := w.tx.Bucket(name)
+		if bytes.Equal(name, bucketIdxTime) || bytes.Equal(name, bucketIdxDecide) {
+			// Keys are a time, or one of a few decisions || seq: each
+			// flush appends at the end (of a decision's run). Indexes
+			// with many prefixes keep bbolt's half-full split, which
+			// leaves room for the next flush's keys in each page.
+			b.FillPercent = appendFill
+		}
 		for _, k := range keys {
 			if err := b.Put(k, []byte{}); err != nil {
 				return err
@@ -313,7 +377,7 @@ func (d *Driver) compact() (err error) {
 	var rb [8]byte
 	rand.Read(rb[:])
 	tmp := fmt.Sprintf("%s.compact-%s", d.path, hex.EncodeToString(rb[:]))
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: d.timeout, NoSync: true, InitialMmapSize: initialMmapSize,
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: d.timeout, NoSync: true, InitialMmapSize: initialMmapSize, PageSize: pageSize,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			return os.OpenFile(name, flag|os.O_EXCL, perm)
 		}})

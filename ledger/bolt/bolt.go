@@ -23,6 +23,7 @@
 package bolt
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -38,6 +39,7 @@ import (
 	"github.com/govledger/govledger/ledger"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Defaults used for zero Options fields.
@@ -246,6 +248,11 @@ func emptyErr(path string, o *Options) error {
 	return fmt.Errorf("ledger %s: %w; remove it to create a new ledger", path, ledger.ErrEmptyFile)
 }
 
+// pageSize is the page size of a new file. Entries, payloads and tree
+// tiles are appended in key order and packed full (appendFill), so larger
+// pages waste less of each page on a value that does not fit.
+const pageSize = 16 << 10
+
 // initialMmapSize is the memory map of a file (address space, not
 // memory): a commit that grows the file past the map must wait for every
 // open read transaction, so a large map keeps views from holding up
@@ -342,7 +349,7 @@ func create(path string, o *Options) error {
 	rand.Read(rb[:])
 	tmp := fmt.Sprintf("%s.tmp-%s", path, hex.EncodeToString(rb[:]))
 	defer os.Remove(tmp)
-	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.Timeout, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+	db, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: o.Timeout, PageSize: pageSize, OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		return os.OpenFile(name, flag|os.O_EXCL, perm)
 	}})
 	if err != nil {
@@ -397,15 +404,15 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 		return "", fmt.Errorf("%w: meta version is %d bytes", ledger.ErrCorrupt, len(v))
 	}
 	n := binary.BigEndian.Uint64(v)
-	if n != FormatVersion && n != formatVersion1 && n != formatVersion2 {
+	if n < formatVersion1 || n > FormatVersion {
 		return "", fmt.Errorf("format version %d, this build reads %d: %w", n, FormatVersion, ledger.ErrVersionMismatch)
 	}
 	origin = string(m.Get(metaOrigin))
 	if err := ledger.CheckOrigin(origin); err != nil {
 		return "", fmt.Errorf("%w: meta %v", ledger.ErrCorrupt, err)
 	}
-	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil && !addedInV3(name, n) {
+	for _, name := range bucketsOf(n) {
+		if tx.Bucket(name) == nil {
 			return "", fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
 	}
@@ -419,7 +426,8 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // transaction: a version 1 file's secondary indexes are complete, so meta
 // "indexed" is its head; versions 1 and 2 gain the idx_idempotency bucket
 // (no entry of theirs has an idempotency key) and meta "key", the new_key
-// of their last key_rotation entry.
+// of their last key_rotation entry; versions 1 to 3 have their tree bucket
+// replaced by tiles (treeToTiles, which checks both against the entries).
 func (d *Driver) upgrade() (err error) {
 	current := false
 	if err := d.read(func(tx *bolt.Tx) error {
@@ -445,35 +453,121 @@ func (d *Driver) upgrade() (err error) {
 				return err
 			}
 		}
-		if _, err := tx.CreateBucketIfNotExists(bucketIdxIdem); err != nil {
-			return err
-		}
-		key := ""
-		if err := tx.Bucket(bucketEntries).ForEach(func(k, raw []byte) error {
-			e, err := entry.Decode(raw)
-			if err != nil {
-				return &ledger.RecordError{Seq: seqOf(k), Op: "upgrade", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
-			}
-			if e.Kind == entry.KindKeyRotation {
-				key = e.NewKey
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if key != "" {
-			if err := m.Put(metaKey, []byte(key)); err != nil {
+		if v < formatVersion3 {
+			if err := upgradeV2(tx, m); err != nil {
 				return err
 			}
+		}
+		if err := treeToTiles(tx, head); err != nil {
+			return err
 		}
 		return m.Put(metaVersion, be64(FormatVersion))
 	})
 }
 
-// addedInV3 reports whether bucket name may be absent from a file of
-// format version v (it came with version 3).
-func addedInV3(name []byte, v uint64) bool {
-	return v < 3 && string(name) == string(bucketIdxIdem)
+// upgradeV2 adds what format 3 brought to a file of format 1 or 2.
+func upgradeV2(tx *bolt.Tx, m *bolt.Bucket) error {
+	if _, err := tx.CreateBucketIfNotExists(bucketIdxIdem); err != nil {
+		return err
+	}
+	key := ""
+	if err := tx.Bucket(bucketEntries).ForEach(func(k, raw []byte) error {
+		e, err := entry.Decode(raw)
+		if err != nil {
+			return &ledger.RecordError{Seq: seqOf(k), Op: "upgrade", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+		}
+		if e.Kind == entry.KindKeyRotation {
+			key = e.NewKey
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if key != "" {
+		return m.Put(metaKey, []byte(key))
+	}
+	return nil
+}
+
+// treeToTiles replaces the tree bucket of a file before format 4 (every
+// stored hash under its index) by the tiles bucket. Before: every stored
+// hash is recomputed from the entries and must equal the one in the tree
+// bucket, which holds no other key. After: every stored hash read back
+// from the tiles, and so the root, must equal the recomputed one. Any
+// difference fails the upgrade (ErrCorrupt) and the file is unchanged.
+func treeToTiles(tx *bolt.Tx, head uint64) error {
+	old, ents := tx.Bucket(bucketTree), tx.Bucket(bucketEntries)
+	all := make([]tlog.Hash, 0, tlog.StoredHashCount(int64(head)))
+	mem := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			if x < 0 || x >= int64(len(all)) {
+				return nil, fmt.Errorf("%w: tree hash %d not yet computed", ledger.ErrCorrupt, x)
+			}
+			out[i] = all[x]
+		}
+		return out, nil
+	})
+	for seq := uint64(1); seq <= head; seq++ {
+		raw := ents.Get(be64(seq))
+		if raw == nil {
+			return fmt.Errorf("%w: entry %d missing", ledger.ErrCorrupt, seq)
+		}
+		hs, err := tlog.StoredHashesForRecordHash(int64(seq-1), tlog.Hash(entry.LeafHash(raw)), mem)
+		if err != nil {
+			return err
+		}
+		all = append(all, hs...)
+	}
+	n := 0
+	if err := old.ForEach(func(k, v []byte) error {
+		n++
+		if len(k) != 8 || binary.BigEndian.Uint64(k) >= uint64(len(all)) || !bytes.Equal(v, all[binary.BigEndian.Uint64(k)][:]) {
+			return fmt.Errorf("%w: tree key %x does not hold the hash the entries give", ledger.ErrCorrupt, k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if n != len(all) {
+		return fmt.Errorf("%w: tree bucket holds %d hashes, the entries give %d", ledger.ErrCorrupt, n, len(all))
+	}
+	tiles, err := tx.CreateBucket(bucketTiles)
+	if err != nil {
+		return err
+	}
+	tiles.FillPercent = appendFill
+	if err := putTiles(tiles, 0, all); err != nil {
+		return err
+	}
+	const chunk = 4096
+	idx := make([]int64, 0, chunk)
+	for x := 0; x < len(all); x += chunk {
+		idx = idx[:0]
+		for i := x; i < min(x+chunk, len(all)); i++ {
+			idx = append(idx, int64(i))
+		}
+		got, err := tileHashes(tiles, idx)
+		if err != nil {
+			return err
+		}
+		for i, h := range got {
+			if h != all[idx[i]] {
+				return fmt.Errorf("%w: tree hash %d read back from the tiles differs", ledger.ErrCorrupt, idx[i])
+			}
+		}
+	}
+	if head > 0 {
+		before, err := tlog.TreeHash(int64(head), mem)
+		if err != nil {
+			return err
+		}
+		after, err := tlog.TreeHash(int64(head), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, idx) }))
+		if err != nil || after != before {
+			return fmt.Errorf("%w: the root from the tiles differs (%v)", ledger.ErrCorrupt, err)
+		}
+	}
+	return tx.DeleteBucket(bucketTree)
 }
 
 // Path returns the file path given to Open.

@@ -48,6 +48,7 @@ func (d *Driver) Check(ctx context.Context) (findings []ledger.Finding, err erro
 type checker struct {
 	ctx      context.Context
 	tx       *bolt.Tx
+	version  uint64 // meta version, 0 if unreadable
 	findings []ledger.Finding
 
 	n         int64  // entries walked
@@ -87,10 +88,12 @@ func (c *checker) run() error {
 	if m := c.tx.Bucket(bucketMeta); m != nil {
 		version = seqOf(m.Get(metaVersion))
 	}
-	known := map[string]bool{}
-	for _, b := range allBuckets {
+	c.version = version
+	// idx_idempotency may be present (empty) in a file before format 3.
+	known := map[string]bool{string(bucketIdxIdem): true}
+	for _, b := range bucketsOf(version) {
 		known[string(b)] = true
-		if c.tx.Bucket(b) == nil && !addedInV3(b, version) {
+		if c.tx.Bucket(b) == nil {
 			c.add(0, ledger.FindMissingBucket, string(b), "absent")
 		}
 	}
@@ -132,7 +135,7 @@ func (c *checker) checkMeta() {
 		}
 		return nil
 	})
-	if v := m.Get(metaVersion); len(v) != 8 || (binary.BigEndian.Uint64(v) != FormatVersion && binary.BigEndian.Uint64(v) != formatVersion1 && binary.BigEndian.Uint64(v) != formatVersion2) {
+	if v := m.Get(metaVersion); len(v) != 8 || binary.BigEndian.Uint64(v) < formatVersion1 || binary.BigEndian.Uint64(v) > FormatVersion {
 		c.add(0, ledger.FindBadValue, fmt.Sprintf("meta version %d", FormatVersion), hex.EncodeToString(v))
 	}
 	if err := ledger.CheckOrigin(string(m.Get(metaOrigin))); err != nil {
@@ -345,6 +348,9 @@ func (c *checker) checkHead() {
 }
 
 func (c *checker) checkTree() {
+	if t := c.bucket(bucketTiles); t != nil {
+		c.checkTiles(t)
+	}
 	b := c.bucket(bucketTree)
 	if b == nil {
 		return
@@ -526,6 +532,61 @@ func (c *checker) checkBlobs() {
 	sort.Slice(missing, func(i, j int) bool { return c.snapshots[missing[i]] < c.snapshots[missing[j]] })
 	for _, h := range missing {
 		c.add(c.snapshots[h], ledger.FindBlobMissing, h.String(), "absent")
+	}
+}
+
+// checkTiles compares the tiles bucket with the tiles of the stored hashes
+// recomputed from the entries: each tile holds exactly the hashes of its
+// level that the tree of c.n leaves has, and no other key is present. A
+// finding names the first entry under the first hash that differs (for a
+// missing tile, the first entry the tile covers).
+func (c *checker) checkTiles(b *bolt.Bucket) {
+	want := map[string][]byte{}
+	count := tlog.StoredHashCount(c.n)
+	for x := int64(0); x < count; x++ {
+		level, n := tlog.SplitStoredHashIndex(x)
+		if level%tileHeight == 0 {
+			k := string(tileKey(level/tileHeight, n>>tileHeight))
+			h := c.tree[x]
+			want[k] = append(want[k], h[:]...)
+		}
+	}
+	first := func(k []byte) uint64 {
+		if len(k) != 9 || k[0] >= 8 {
+			return 0
+		}
+		return binary.BigEndian.Uint64(k[1:])<<(tileHeight*(uint64(k[0])+1)) + 1
+	}
+	b.ForEach(func(k, v []byte) error {
+		w, ok := want[string(k)]
+		switch {
+		case v == nil || len(k) != 9:
+			c.add(0, ledger.FindUnknownKey, "9-byte tile key", fmt.Sprintf("key %x", k))
+		case !ok:
+			c.add(0, ledger.FindTreeExtra, fmt.Sprintf("%d stored hashes", count), fmt.Sprintf("tile %x", k))
+		case !bytes.Equal(v, w):
+			// Name the entry under the first hash that differs.
+			i := 0
+			for i < len(v) && i < len(w) && v[i] == w[i] {
+				i++
+			}
+			at := first(k)
+			if at > 0 {
+				at += uint64(i/tlog.HashSize) << (tileHeight * uint64(k[0]))
+			}
+			c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
+		}
+		return nil
+	})
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if b.Get([]byte(k)) == nil {
+			c.add(first([]byte(k)), ledger.FindTreeHash, fmt.Sprintf("tile %x", k), "absent")
+		}
 	}
 }
 

@@ -103,9 +103,14 @@ func TestCheckFindsTampering(t *testing.T) {
 			return ledgertest.InsertKey(p, "blocked", []byte("never-blocked"), ledgertest.SeqKey(head-3))
 		}, ledger.FindBlocked},
 		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
-		{"deleted-tree-hash", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(5)) }, ledger.FindTreeHash},
-		{"extra-tree-hash", func(p string) error {
-			return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(1000), make([]byte, 32))
+		{"deleted-tree-tile", func(p string) error {
+			return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...))
+		}, ledger.FindTreeHash},
+		{"edited-tree-tile", func(p string) error {
+			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), make([]byte, 32*head))
+		}, ledger.FindTreeHash},
+		{"extra-tree-tile", func(p string) error {
+			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(1000)...), make([]byte, 32))
 		}, ledger.FindTreeExtra},
 		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
 		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},

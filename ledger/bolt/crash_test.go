@@ -62,8 +62,7 @@ func TestCrashChild(t *testing.T) {
 	wg.Wait()
 }
 
-// TestCrash kills a writing child process at random moments (RELIABILITY
-// C1): after each kill the ledger reopens, Check finds nothing, the chain
+// TestCrash kills a writing child process at random moments: after each kill the ledger reopens, Check finds nothing, the chain
 // walks, and every acknowledged seq is present with its hash.
 func TestCrash(t *testing.T) {
 	if testing.Short() {

@@ -14,17 +14,32 @@ import (
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
 // Open refuses a file with another version (ErrVersionMismatch), except
-// the earlier versions 1 and 2, which a writable Open upgrades in one
+// the earlier versions 1 to 3, which a writable Open upgrades in one
 // transaction: version 1 has no meta "indexed" (its secondary indexes are
-// complete), and neither has the idx_idempotency bucket or meta "key".
-// A read-only Open reads them as they are.
-const FormatVersion = 3
+// complete), versions 1 and 2 have neither the idx_idempotency bucket nor
+// meta "key", and versions 1 to 3 store every tree hash in the tree bucket
+// instead of tiles. A read-only Open reads them as they are.
+const FormatVersion = 4
 
 // Earlier layouts.
 const (
 	formatVersion1 = 1 // before meta "indexed"
 	formatVersion2 = 2 // before idx_idempotency and meta "key"
+	formatVersion3 = 3 // before tiles
 )
+
+// tileHeight is the height of the tree's tiles: a tile at level L holds up
+// to 256 hashes of tree level 8L (the tlog tile layout, without the hashes
+// a tile's own bottom row determines).
+const tileHeight = 8
+
+// tileKey is the tiles bucket key of tile (L, N): one level byte, be64(N).
+func tileKey(level int, n int64) []byte {
+	k := make([]byte, 9)
+	k[0] = byte(level)
+	binary.BigEndian.PutUint64(k[1:], uint64(n))
+	return k
+}
 
 // Bucket names. Every bucket of a ledger file is one of these; Check reports
 // any other.
@@ -32,7 +47,8 @@ var (
 	bucketMeta       = []byte("meta")            // metaKey* below
 	bucketEntries    = []byte("entries")         // be64(seq) -> canonical entry bytes
 	bucketBlobs      = []byte("blobs")           // sha256(bytes) -> bytes (payloads, snapshots)
-	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash
+	bucketTiles      = []byte("tiles")           // tileKey(L, N) -> the tile's hashes, 32 bytes each (format 4)
+	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash (formats 1-3)
 	bucketIdxHandoff = []byte("idx_handoff")     // xxh(handoff_id) || be64(seq) -> ""   (every handoff entry)
 	bucketIdxAccept  = []byte("idx_accepted")    // sha256(handoff_id) -> be64(seq) || payload sha256 (first accepted)
 	bucketIdxAgent   = []byte("idx_agent")       // xxh(agent) || be64(seq) -> ""        (source, target, unblock agent)
@@ -45,9 +61,24 @@ var (
 )
 
 var allBuckets = [][]byte{
-	bucketMeta, bucketEntries, bucketBlobs, bucketTree,
+	bucketMeta, bucketEntries, bucketBlobs, bucketTiles,
 	bucketIdxHandoff, bucketIdxAccept, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime,
 	bucketBlocked, bucketRedacted, bucketIdxIdem,
+}
+
+// bucketsOf returns the buckets a file of format version v has.
+func bucketsOf(v uint64) [][]byte {
+	out := make([][]byte, 0, len(allBuckets))
+	for _, name := range allBuckets {
+		switch {
+		case bytes.Equal(name, bucketIdxIdem) && v < 3:
+		case bytes.Equal(name, bucketTiles) && v < 4:
+			out = append(out, bucketTree)
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Keys of the meta bucket.

@@ -166,13 +166,15 @@ func TestVersionMismatch(t *testing.T) {
 }
 
 // TestVersion1 reads a format 1 file (no meta "indexed"; indexes always
-// complete) as it is, and a writable Open upgrades it to format 2.
+// complete; every tree hash stored) as it is, and a writable Open
+// upgrades it to the current format.
 func TestVersion1(t *testing.T) {
 	l := ledgertest.MustCreate(t, &bolt.Options{IndexBatch: 1})
 	for i := range 6 {
 		ledgertest.AppendHandoff(t, l, handoff(i))
 	}
 	v1 := ledgertest.CopyFile(t, l.Path())
+	toFormat3(t, v1)
 	if err := ledgertest.InsertKey(v1, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(1)); err != nil {
 		t.Fatal(err)
 	}

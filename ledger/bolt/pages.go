@@ -31,8 +31,8 @@ const (
 // B+tree, reading them straight from the file, before bbolt's own cursors
 // descend into them. A corrupted file can make bbolt recurse forever (a
 // branch page that points at itself or an ancestor) or index outside a
-// page; the resulting stack overflow is fatal and no recover catches it
-// (RELIABILITY C8). Each page must lie below the high-water mark, carry its
+// page; the resulting stack overflow is fatal and no recover catches it.
+// Each page must lie below the high-water mark, carry its
 // own id and a branch or leaf type, be reached exactly once, keep its
 // elements inside itself, and trees are at most maxTreeDepth deep. The cost
 // is one read of every page in use.

@@ -41,7 +41,7 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ps = 4096
+	ps := int(binary.LittleEndian.Uint32(b[16+8:])) // meta page: header, magic, version, page size
 	// Loop every branch page onto itself: some are stale copy-on-write
 	// copies outside the live tree, at least one is live.
 	looped := false

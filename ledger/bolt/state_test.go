@@ -279,7 +279,7 @@ func TestTimeNeverGoesBack(t *testing.T) {
 }
 
 // TestFailedCommit: after a commit reports an error (here: durable but
-// reported failed, RELIABILITY C5) no later Append is acknowledged until a
+// reported failed) no later Append is acknowledged until a
 // reopen; the reopened ledger holds the entry and checks clean.
 func TestFailedCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.db")

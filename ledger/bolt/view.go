@@ -47,8 +47,9 @@ type view struct {
 	mu   sync.Mutex
 	tx   *bolt.Tx
 	head entry.Head
-	// buckets; idm is nil in a read-only view of a file before format 3.
-	meta, entries, blobs, tree, accepted, blocked, redacted, idm *bolt.Bucket
+	// buckets; idm is nil in a read-only view of a file before format 3;
+	// tree is set in one before format 4, tiles in the others.
+	meta, entries, blobs, tree, tiles, accepted, blocked, redacted, idm *bolt.Bucket
 }
 
 func (v *view) init(d *Driver) error {
@@ -58,12 +59,17 @@ func (v *view) init(d *Driver) error {
 	if v.meta != nil {
 		version = seqOf(v.meta.Get(metaVersion))
 	}
-	for _, name := range allBuckets {
-		if tx.Bucket(name) == nil && !addedInV3(name, version) {
+	for _, name := range bucketsOf(version) {
+		if tx.Bucket(name) == nil {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
 	}
-	v.entries, v.blobs, v.tree = tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs), tx.Bucket(bucketTree)
+	v.entries, v.blobs = tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs)
+	if version < 4 {
+		v.tree = tx.Bucket(bucketTree)
+	} else {
+		v.tiles = tx.Bucket(bucketTiles)
+	}
 	v.accepted, v.blocked, v.redacted = tx.Bucket(bucketIdxAccept), tx.Bucket(bucketBlocked), tx.Bucket(bucketRedacted)
 	seq, hash, err := readHead(v.meta)
 	if err != nil {
@@ -184,9 +190,14 @@ func (v *view) Blocks() (out map[string]uint64, err error) {
 	return out, err
 }
 
-// ReadHashes implements tlog.HashReader over the tree bucket.
+// ReadHashes implements tlog.HashReader over the tiles (or, in a file
+// before format 4, the tree bucket).
 func (v *view) ReadHashes(indexes []int64) (out []tlog.Hash, err error) {
 	err = v.do(func() error {
+		if v.tiles != nil {
+			out, err = tileHashes(v.tiles, indexes)
+			return err
+		}
 		out = make([]tlog.Hash, len(indexes))
 		for i, x := range indexes {
 			b := v.tree.Get(be64(uint64(x)))
@@ -256,6 +267,9 @@ func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 // the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).
 func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err error) {
+	if q.Limit > 0 {
+		return v.findLimited(ctx, q) // walks in the answer's order, stops at Limit
+	}
 	var idx, prefix []byte
 	switch {
 	case q.HandoffID != "":

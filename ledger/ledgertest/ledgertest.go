@@ -519,6 +519,9 @@ func testFind(t *testing.T, s Store) {
 		{Decision: "accepted"}, {Decision: "rejected"}, {Decision: "accept"}, {Since: mid}, {Until: mid},
 		{Since: mid, Agent: "a"}, {Agent: "a", Limit: 2}, {Agent: "a", Limit: 2, Newest: true},
 		{WorkflowID: "w2", Decision: "rejected"},
+		// cursor paging: seq bounds with and without a limit
+		{Before: 4}, {After: 2}, {After: 1, Before: 5, Agent: "a"}, {Before: 5, Limit: 2, Newest: true},
+		{After: 2, Limit: 2}, {Agent: "a", Before: uint64(len(es)), Limit: 1, Newest: true}, {After: uint64(len(es))},
 	}
 	for _, q := range qs {
 		var want []uint64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -398,6 +399,12 @@ func (v *view) Find(ctx context.Context, q ledger.Query) ([]uint64, error) {
 	}
 	if !q.Until.IsZero() {
 		sql += ` AND (time_s, time_ns) < (` + arg(q.Until.Unix()) + `, ` + arg(int32(q.Until.Nanosecond())) + `)`
+	}
+	if q.After > 0 {
+		sql += ` AND seq > ` + arg(int64(min(q.After, math.MaxInt64)))
+	}
+	if q.Before > 0 {
+		sql += ` AND seq < ` + arg(int64(min(q.Before, math.MaxInt64)))
 	}
 	if q.Limit > 0 && q.Newest {
 		sql += ` ORDER BY seq DESC LIMIT ` + arg(int64(q.Limit))

@@ -227,6 +227,14 @@ func (b *Backend) writeErr(err error) error {
 		errors.Is(err, policy.ErrDecisionMismatch), errors.Is(err, policy.ErrInputs):
 		// A Build or validation error fails this request alone.
 		return fmt.Errorf("entry refused by the ledger, nothing written: %w", err)
+	case errors.Is(err, ledger.ErrOutcomeUnknown):
+		// A shared store (PostgreSQL) lost the commit's answer; the core
+		// stays writable: its next batch is built on the head stored.
+		return fmt.Errorf("%w: %v", server.ErrOutcomeUnknown, err)
+	case errors.Is(err, ledger.ErrUnavailable):
+		// The store is out of reach (a database restarting); nothing was
+		// stored and the next request may succeed.
+		return fmt.Errorf("%w: %v; nothing written", server.ErrUnavailable, err)
 	}
 	b.fail(err)
 	return fmt.Errorf("%w: %v", server.ErrOutcomeUnknown, err)
@@ -241,7 +249,7 @@ func readErr(err error) error {
 		return fmt.Errorf("%w: %v", server.ErrRedacted, err)
 	case errors.Is(err, ledger.ErrBadRange):
 		return fmt.Errorf("%w: %v", server.ErrUnprocessable, err)
-	case errors.Is(err, ledger.ErrClosed):
+	case errors.Is(err, ledger.ErrClosed), errors.Is(err, ledger.ErrUnavailable):
 		return fmt.Errorf("%w: %v", server.ErrUnavailable, err)
 	}
 	return err
@@ -440,10 +448,16 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.Kind != entry.KindHandoff || e.PayloadSHA256 == nil {
+	// A handoff's document, or a snapshot's content (the manifest or lock
+	// it put in force), as "govledger show" prints them.
+	sum := e.PayloadSHA256
+	if e.Kind == entry.KindSnapshot {
+		sum = e.ContentSHA256
+	}
+	if sum == nil || (e.Kind != entry.KindHandoff && e.Kind != entry.KindSnapshot) {
 		return nil, fmt.Errorf("%w: entry %d is a %s entry, without a payload", server.ErrNotFound, seq, e.Kind)
 	}
-	data, err := b.l.Blob(*e.PayloadSHA256)
+	data, err := b.l.Blob(*sum)
 	switch {
 	case errors.Is(err, ledger.ErrRedacted):
 		return nil, fmt.Errorf("%w: the payload of entry %d was redacted", server.ErrRedacted, seq)
@@ -654,23 +668,18 @@ func (b *Backend) Unblock(ctx context.Context, agent, why, operator string) (*se
 	if err := b.writable(); err != nil {
 		return nil, err
 	}
-	errNotBlocked := fmt.Errorf("%w: agent %q is not blocked", server.ErrNotFound, agent)
 	start := time.Now()
-	res, err := b.l.Append(ctx, &ledger.Request{Build: func(st ledger.State, e *entry.Entry) error {
-		if _, ok := st.Blocked(agent); !ok {
-			return errNotBlocked
-		}
-		e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, agent, why, operator
-		return nil
-	}})
+	u, err := govern.Unblock(ctx, b.l, agent, why, operator)
 	switch {
-	case errors.Is(err, errNotBlocked):
-		return nil, err
+	case errors.Is(err, govern.ErrNotBlocked):
+		return nil, fmt.Errorf("%w: agent %q is not blocked", server.ErrNotFound, agent)
+	case errors.Is(err, govern.ErrNoReason):
+		return nil, fmt.Errorf("%w: %v", server.ErrBadInput, err)
 	case err != nil:
 		return nil, b.writeErr(err)
 	}
 	b.appended(time.Since(start))
-	v := viewOf(*res.Last())
+	v := viewOf(u.Appended)
 	return &v, nil
 }
 

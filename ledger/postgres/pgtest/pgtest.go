@@ -8,8 +8,9 @@
 //
 // A missing PostgreSQL is a test failure naming the package to install,
 // never a skip. Start gives a test its own server, stopped (pg_ctl stop -m
-// fast) when the test ends. Main starts one server for a whole test binary
-// and NewDB gives each test a fresh database on it.
+// fast) when the test ends. Main runs one server for a whole test binary
+// (started by the first test that asks for it) and NewDB gives each test a
+// fresh database on it.
 package pgtest
 
 import (
@@ -237,28 +238,24 @@ UNION ALL SELECT pg_relation_filepath(c.reltoastrelid) FROM pg_class c WHERE c.o
 	return files, nil
 }
 
-// shared is the server Main started, and why it could not start.
+// shared is the server Main starts on first use, and why it could not
+// start.
 var shared struct {
-	s   *Server
-	err error
+	once   sync.Once
+	dir    string // Main's folder; "" outside Main
+	s      *Server
+	err    error
+	inMain bool
 }
 
-// Main starts one server for a test binary, runs its tests and stops the
-// server; call it from TestMain as os.Exit(pgtest.Main(m)). When the
-// server cannot start, the tests still run and each NewDB fails its test
-// with the reason.
+// Main runs a test binary's tests with one server for all of them, and
+// stops it afterwards; call it from TestMain as os.Exit(pgtest.Main(m)).
+// The server starts on the first Shared or NewDB call, so a run of tests
+// that need none (go test -run TestOther) starts none. When the server
+// cannot start, each NewDB fails its test with the reason.
 func Main(m *testing.M) int {
 	sweep()
-	dir, err := os.MkdirTemp("", mainPrefix)
-	if err != nil {
-		shared.err = err
-		return m.Run()
-	}
-	defer os.RemoveAll(dir)
-	// A test binary that dies (a panic, a timeout) skips the cleanup
-	// below: the next Main stops its server (see sweep).
-	os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
-	shared.s, shared.err = start(dir)
+	shared.inMain = true
 	code := m.Run()
 	if shared.s != nil {
 		if err := shared.s.Stop(); err != nil {
@@ -268,7 +265,30 @@ func Main(m *testing.M) int {
 			}
 		}
 	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
 	return code
+}
+
+// startShared starts Main's server once.
+func startShared() {
+	shared.once.Do(func() {
+		if !shared.inMain {
+			shared.err = errors.New("pgtest: no shared server: call pgtest.Main from TestMain")
+			return
+		}
+		dir, err := os.MkdirTemp("", mainPrefix)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.dir = dir
+		// A test binary that dies (a panic, a timeout) skips Main's
+		// cleanup: the next Main stops its server (see sweep).
+		os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		shared.s, shared.err = start(dir)
+	})
 }
 
 // mainPrefix starts the name of the folders Main creates.
@@ -300,15 +320,13 @@ func sweep() {
 	}
 }
 
-// Shared returns the server Main started, failing t when there is none.
+// Shared returns the server Main runs, starting it on the first call, and
+// fails t when there is none.
 func Shared(t testing.TB) *Server {
 	t.Helper()
+	startShared()
 	if shared.s == nil {
-		err := shared.err
-		if err == nil {
-			err = errors.New("pgtest: no shared server: call pgtest.Main from TestMain")
-		}
-		t.Fatal(err)
+		t.Fatal(shared.err)
 	}
 	return shared.s
 }

@@ -45,14 +45,18 @@ type Options struct {
 
 // Result holds absolute rates (per second) and the three ratios.
 type Result struct {
-	Schema               string  `json:"schema"`
-	Format               string  `json:"format"`
-	N                    int     `json:"n"`
-	Writers              int     `json:"writers"`
-	AvgPayloadBytes      int     `json:"avg_payload_bytes"`
-	RecordPerSec         float64 `json:"record_per_sec"`
-	ConcurrentPerSec     float64 `json:"concurrent_record_per_sec"`
-	RawBboltPerSec       float64 `json:"raw_bbolt_per_sec"`
+	Schema           string  `json:"schema"`
+	Format           string  `json:"format"`
+	N                int     `json:"n"`
+	Writers          int     `json:"writers"`
+	AvgPayloadBytes  int     `json:"avg_payload_bytes"`
+	RecordPerSec     float64 `json:"record_per_sec"`
+	ConcurrentPerSec float64 `json:"concurrent_record_per_sec"`
+	RawBboltPerSec   float64 `json:"raw_bbolt_per_sec"`
+	// RawBatchPerSec is raw bbolt with the same writers sharing commits
+	// (db.Batch): the baseline of the concurrent record row.
+	RawBatchPerSec       float64 `json:"raw_bbolt_shared_commits_per_sec"`
+	ConcurrentVsRawBatch float64 `json:"concurrent_vs_raw_bbolt_shared_commits"`
 	VerifyPerSec         float64 `json:"verify_per_sec"`
 	RawScanPerSec        float64 `json:"raw_scan_per_sec"`
 	RecordVsRawBbolt     float64 `json:"record_vs_raw_bbolt"`
@@ -127,6 +131,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.RawBboltPerSec = rate(o.N, d)
 
+	// 1b. Raw bbolt, the same writers sharing commits (db.Batch).
+	stage(fmt.Sprintf("raw bbolt append, %d writers sharing commits", o.Writers))
+	d, err = perf.RawBboltBatchAppend(filepath.Join(dir, "raw-batch.db"), rawDocs, o.Writers)
+	if err != nil {
+		return nil, err
+	}
+	res.RawBatchPerSec = rate(o.N, d)
+
 	// 2. The record path, sequential.
 	stage("record, sequential")
 	seqPath := filepath.Join(dir, "record.db")
@@ -160,6 +172,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res.RecordVsRawBbolt = ratio(res.RecordPerSec, res.RawBboltPerSec)
 	res.ConcurrentVsRawBbolt = ratio(res.ConcurrentPerSec, res.RawBboltPerSec)
+	res.ConcurrentVsRawBatch = ratio(res.ConcurrentPerSec, res.RawBatchPerSec)
 	res.VerifyVsRawScan = ratio(res.VerifyPerSec, res.RawScanPerSec)
 	res.VerifyChainVsRawScan = ratio(res.VerifyChainPerSec, res.RawScanPerSec)
 	res.VerifyOneCoreVsRawScan = ratio(res.VerifyOneCorePerSec, res.RawScanPerSec)
