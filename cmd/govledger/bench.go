@@ -81,6 +81,8 @@ Examples:
 			fmt.Fprintf(w, "  verify (full replay), GOMAXPROCS=%-2d %10.0f /s   %.3fx raw scan (target >= 0.15)\n", res.Cores, res.VerifyPerSec, res.VerifyVsRawScan)
 			fmt.Fprintf(w, "  verify (full replay), GOMAXPROCS=1  %10.0f /s   %.3fx raw scan\n", res.VerifyOneCorePerSec, res.VerifyOneCoreVsRawScan)
 			fmt.Fprintf(w, "  verify, chain only (no re-decision) %10.0f /s   %.3fx raw scan (target >= 0.5)\n", res.VerifyChainPerSec, res.VerifyChainVsRawScan)
+			fmt.Fprintf(w, "  raw scan + SHA-256 of the ledger's entries and blobs %7.0f /s: full verify %.3fx, chain only %.3fx\n",
+				res.RawLedgerScanPerSec, res.VerifyVsRawLedgerScan, res.VerifyChainVsRawLedgerScan)
 			fmt.Fprintf(w, "  verify heap peak                    %10.1f MiB\n", res.VerifyHeapPeakMiB)
 			return nil
 		},

@@ -74,6 +74,12 @@ type Result struct {
 	Cores                  int     `json:"cores"`          // GOMAXPROCS of the other verify runs
 	VerifyEntries          int     `json:"verify_entries"` // entries of the verified ledger
 	VerifyRounds           int     `json:"verify_rounds"`  // each verify rate and the raw scan's is the best of this many runs
+	// The raw scan of the verified ledger file itself: every stored entry
+	// and blob read and SHA-256'd (bbolt buckets "entries" and "blobs"),
+	// per entry of the ledger.
+	RawLedgerScanPerSec        float64 `json:"raw_ledger_scan_per_sec"`
+	VerifyVsRawLedgerScan      float64 `json:"verify_vs_raw_ledger_scan"`
+	VerifyChainVsRawLedgerScan float64 `json:"verify_chain_only_vs_raw_ledger_scan"`
 }
 
 // Run performs the measurements. Every document of the record runs is
@@ -176,6 +182,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.VerifyVsRawScan = ratio(res.VerifyPerSec, res.RawScanPerSec)
 	res.VerifyChainVsRawScan = ratio(res.VerifyChainPerSec, res.RawScanPerSec)
 	res.VerifyOneCoreVsRawScan = ratio(res.VerifyOneCorePerSec, res.RawScanPerSec)
+	res.VerifyVsRawLedgerScan = ratio(res.VerifyPerSec, res.RawLedgerScanPerSec)
+	res.VerifyChainVsRawLedgerScan = ratio(res.VerifyChainPerSec, res.RawLedgerScanPerSec)
 	return res, nil
 }
 
@@ -206,6 +214,12 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			return err
 		}
 		best(&res.RawScanPerSec, rate(n, d))
+		// The ledger's own buckets (ledger/bolt's layout).
+		counts, d, err := perf.RawBboltScanBuckets(path, "entries", "blobs")
+		if err != nil {
+			return err
+		}
+		best(&res.RawLedgerScanPerSec, rate(counts[0], d))
 		for _, m := range []struct {
 			name  string
 			cores int
