@@ -170,6 +170,9 @@ type pipeline struct {
 	stop  sync.Once
 	where func(*job) // how the delivering goroutine readies a job for prepare
 	owned bool       // the source's raw stays valid after the call
+
+	workers int
+	started bool // the workers run (not before the first batch)
 }
 
 // newPipeline starts workers goroutines (none when workers < 2: each job is
@@ -200,20 +203,26 @@ func newPipeline(r *replayer, workers, size int) *pipeline {
 	for i := range p.ring {
 		p.ring[i] = &batch{jobs: make([]job, 0, size), done: make(chan struct{}, 1)}
 	}
-	for range workers {
+	p.workers = workers
+	return p
+}
+
+// start starts the workers, with the first batch handed over.
+func (p *pipeline) start() {
+	p.started = true
+	for range p.workers {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
 			var c inputsCache
 			for b := range p.work {
 				for i := range b.jobs {
-					r.prepare(&b.jobs[i], &c)
+					p.r.prepare(&b.jobs[i], &c)
 				}
 				b.done <- struct{}{}
 			}
 		}()
 	}
-	return p
 }
 
 // close stops the workers. Every batch handed over is prepared first.
@@ -266,6 +275,9 @@ func (p *pipeline) submit(seq uint64, raw []byte) {
 
 // handOver sends the batch being filled to the workers.
 func (p *pipeline) handOver() {
+	if !p.started {
+		p.start()
+	}
 	p.work <- p.fill
 	p.fill = nil
 	p.n++
