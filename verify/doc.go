@@ -54,8 +54,8 @@
 // decision is taken again with the real state) is done in stored order on
 // the goroutine that delivers the entries, which also adds every finding
 // and calls Progress. The report is therefore the same, byte for byte,
-// whatever the number of workers. At most 64 entries per worker, and the
-// blobs they name, are in flight.
+// whatever the number of workers. In flight are at most two batches per
+// worker and the batch being gathered, with the blobs they name.
 //
 // Beyond those, Replay holds the parsed snapshots, the blocked agents, the
 // entries whose bytes are missing, and for each accepted handoff ID a
