@@ -45,12 +45,23 @@
 //
 // # Resources
 //
-// Replay streams: it holds one entry at a time, the parsed snapshots in
-// force, the blocked agents, the entries whose bytes are missing, and for
-// each accepted handoff ID a 64-bit keyed digest mapped to its seq and a
-// 24-bit digest of its payload hash (16 bytes a slot in a Go map: about
-// 36 MiB of live heap at one million accepted handoffs, measured by
-// BenchmarkReplay). Replay never panics: a panic while judging an entry,
-// or in the source, is recovered and reported as a finding of kind
-// "corrupt".
+// Replay streams, and spreads the work over the cores. The part of an
+// entry's judgement that depends on no other entry (decoding it, once;
+// hashing it and the blob it names; taking its decision again against a
+// guess of the state: nothing accepted, nobody blocked) is done by
+// runtime.GOMAXPROCS workers, handed 32 entries at a time; the rest (the
+// chain links, the state fold, and whether the guess held: if not, the
+// decision is taken again with the real state) is done in stored order on
+// the goroutine that delivers the entries, which also adds every finding
+// and calls Progress. The report is therefore the same, byte for byte,
+// whatever the number of workers. In flight are at most two batches per
+// worker and the batch being gathered, with the blobs they name.
+//
+// Beyond those, Replay holds the parsed snapshots, the blocked agents, the
+// entries whose bytes are missing, and for each accepted handoff ID a
+// 64-bit keyed digest mapped to its seq and a 24-bit digest of its payload
+// hash (16 bytes a slot in a Go map: about 36 MiB of live heap at one
+// million accepted handoffs, measured by BenchmarkReplay). Replay never
+// panics: a panic while judging an entry, or in the source, is recovered
+// and reported as a finding of kind "corrupt".
 package verify

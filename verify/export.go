@@ -80,6 +80,8 @@ func (s *exportSource) Blob(sum entry.Hash) ([]byte, error) {
 	return nil, fmt.Errorf("blob %s: %w", sum, ledger.ErrNotFound)
 }
 
+func (s *exportSource) lineBlob() (entry.Hash, []byte, bool) { return s.blobSum, s.blob, s.hasBlob }
+
 func (s *exportSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
 	br := bufio.NewReaderSize(s.r, 64<<10)
 	var (

@@ -44,21 +44,51 @@ type Options struct {
 // reason other than corruption: ErrSource), together with the report so far.
 // Replay never writes to src and never panics.
 func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err error) {
+	return replay(ctx, src, opts, pool{workers: defaultWorkers()}, nil)
+}
+
+// replayStats counts what the pipeline did, for tests.
+type replayStats struct {
+	decidedAgain int // decisions judge took again itself (no speculation, or it did not hold)
+}
+
+// pool sizes the pipeline: workers goroutines (none below 2) handed batch
+// jobs at a time (0: batchSize).
+type pool struct{ workers, batch int }
+
+// replay is Replay with the pool p; stats, if not nil, receives the
+// replay's counts.
+func replay(ctx context.Context, src Source, opts Options, p pool, stats *replayStats) (rep *Report, err error) {
 	r := &replayer{
 		ctx:  ctx,
 		src:  src,
 		opts: opts,
 		rep:  &Report{Counts: map[string]int{}, Findings: []Finding{}, Redacted: []uint64{}},
-		snap: newSnapshots(),
 	}
+	r.snap = newSnapshots()
 	er, _ := src.(entryReader)
 	r.state = newState(er)
+	if rs, ok := src.(replayScope); ok {
+		rs.beginReplay()
+		defer rs.endReplay() // after the workers stopped
+	}
+	r.pipe = newPipeline(r, p.workers, p.batch)
+	defer r.pipe.close()
+	if stats != nil {
+		defer func() { *stats = r.stats }()
+	}
 	if es, ok := src.(emitter); ok {
-		es.setEmit(r.add)
+		// A source's own finding comes after those of the entries it
+		// delivered before.
+		es.setEmit(func(f Finding) { r.pipe.drain(); r.add(f) })
 		defer es.setEmit(nil)
 	}
 	defer func() {
 		if p := recover(); p != nil {
+			func() {
+				defer func() { _ = recover() }()
+				r.pipe.drain()
+			}()
 			r.add(Finding{Seq: r.lastSeq + 1, Kind: KindCorrupt, Message: fmt.Sprintf("replay stopped: %v", p)})
 			r.rep.finish()
 			rep, err = r.rep, nil
@@ -73,12 +103,17 @@ func Replay(ctx context.Context, src Source, opts Options) (rep *Report, err err
 }
 
 type replayer struct {
-	ctx   context.Context
-	src   Source
-	opts  Options
-	rep   *Report
-	state *state
-	snap  *snapshots
+	ctx    context.Context
+	src    Source
+	opts   Options
+	rep    *Report
+	state  *state
+	snap   *snapshots      // in force so far, in stored order
+	parsed parsedSnapshots // every snapshot parsed, by judge or a worker
+	pipe   *pipeline
+
+	inputs inputsCache // of judge and of jobs prepared inline
+	stats  replayStats
 
 	n        uint64     // entries read
 	lastSeq  uint64     // seq of the previous entry
@@ -112,6 +147,7 @@ func (r *replayer) add(f Finding) { r.rep.Findings = append(r.rep.Findings, f) }
 
 func (r *replayer) run() error {
 	err := r.src.Entries(r.ctx, r.entry)
+	r.pipe.drain()
 	switch {
 	case err == nil:
 	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):
@@ -210,30 +246,39 @@ func (r *replayer) addStructural(fs []ledger.Finding) {
 	}
 }
 
-// entry judges one stored entry. Findings never stop the replay; only a
-// source error does.
+// entry takes one stored entry into the pipeline. Findings never stop the
+// replay; only a source error does.
 func (r *replayer) entry(seq uint64, raw []byte) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				r.add(Finding{Seq: seq, Kind: KindCorrupt, Message: fmt.Sprintf("panic while judging the entry: %v\n%s", p, debug.Stack())})
-			}
-		}()
-		r.judge(seq, raw)
-	}()
-	if r.opts.Progress != nil {
-		r.opts.Progress(seq)
-	}
+	r.pipe.submit(seq, raw)
 	return nil
 }
 
-func (r *replayer) judge(seq uint64, raw []byte) {
+// judgeJob judges a prepared job, in stored order.
+func (r *replayer) judgeJob(j *job) {
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				stack := debug.Stack()
+				if sp, ok := p.(*stagePanic); ok {
+					p, stack = sp.val, sp.stack
+				}
+				r.add(Finding{Seq: j.seq, Kind: KindCorrupt, Message: fmt.Sprintf("panic while judging the entry: %v\n%s", p, stack)})
+			}
+		}()
+		r.judge(j)
+	}()
+	if r.opts.Progress != nil {
+		r.opts.Progress(j.seq)
+	}
+}
+
+func (r *replayer) judge(j *job) {
+	seq := j.seq
 	r.n++
 	r.rep.Entries = r.n
-	h := entry.LeafHash(raw)
 
 	gapBefore := seq != r.lastSeq+1
 	switch {
@@ -249,7 +294,8 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 			Message: fmt.Sprintf("seq %s missing: the next stored entry is seq %d", missing, seq)})
 	}
 
-	e, err := entry.Decode(raw)
+	j.raise(stageDecode)
+	h, e, err := j.h, j.e, j.decErr
 	switch {
 	case errors.Is(err, entry.ErrNotCanonical):
 		r.add(Finding{Seq: seq, Kind: KindNotCanonical, Got: h.String(), Message: "the stored bytes are not the canonical form of the entry they encode"})
@@ -269,6 +315,7 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 	r.prevHash, r.lastSeq = h, seq
 	r.rep.Head, r.rep.LastSeq = h, seq
 	if e == nil {
+		j.raise(stageAny)
 		return
 	}
 	if !r.lastTime.IsZero() && e.Time.Before(r.lastTime) {
@@ -289,10 +336,11 @@ func (r *replayer) judge(seq uint64, raw []byte) {
 	st := entry.NewState(fh, r.state)
 	switch e.Kind {
 	case entry.KindSnapshot:
-		r.snapshot(seq, e, st)
+		r.snapshot(j, e, st)
 	case entry.KindHandoff:
-		r.handoff(seq, e, st)
+		r.handoff(j, e, st)
 	}
+	j.raise(stageAny)
 	r.apply(seq, e, h, st)
 	switch e.Kind {
 	case entry.KindRedaction:
@@ -356,36 +404,22 @@ func (r *replayer) head() error {
 	return nil
 }
 
-// blob fetches the bytes named by sum for entry seq and checks them against
-// sum and size. It returns nil when they are unusable (missing: recorded
-// for the end of the replay; wrong: reported now as kind).
-func (r *replayer) blob(seq uint64, kind string, sum entry.Hash, size int64) []byte {
-	b, err := r.src.Blob(sum)
+// blob takes the verdict on the blob j's entry names: its bytes when they
+// are usable; nil when missing (recorded for the end of the replay) or
+// wrong (reported now).
+func (r *replayer) blob(j *job) []byte {
+	j.raise(stageBlob)
+	v := j.blob
 	switch {
-	case err == nil:
-	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, ledger.ErrRedacted):
+	case v.missing != nil:
 		if r.missing == nil {
 			r.missing = map[uint64]missingBlob{}
 		}
-		r.missing[seq] = missingBlob{sum: sum, redacted: errors.Is(err, ledger.ErrRedacted)}
-		return nil
-	case errors.Is(err, ledger.ErrCorrupt):
-		// A ledger checks the bytes against their key itself.
-		r.add(Finding{Seq: seq, Kind: kind, Want: sum.String(), Message: fmt.Sprintf("the stored bytes are damaged: %v", err)})
-		return nil
-	default:
-		r.add(Finding{Seq: seq, Kind: KindCorrupt, Message: fmt.Sprintf("reading the bytes %s: %v", sum, err)})
-		return nil
+		r.missing[j.seq] = *v.missing
+	case v.finding != nil:
+		r.add(*v.finding)
 	}
-	if got := entry.Sum256(b); got != sum {
-		r.add(Finding{Seq: seq, Kind: kind, Want: sum.String(), Got: got.String(), Message: "the stored bytes do not hash to the SHA-256 the entry names"})
-		return nil
-	}
-	if int64(len(b)) != size {
-		r.add(Finding{Seq: seq, Kind: kind, Want: fmt.Sprint(size), Got: fmt.Sprint(len(b)), Message: "the stored bytes are not the size the entry names"})
-		return nil
-	}
-	return b
+	return v.b
 }
 
 // blobsMissing judges the missing blobs once every redaction entry is
@@ -457,19 +491,20 @@ func (r *replayer) apply(seq uint64, e *entry.Entry, h entry.Hash, st *entry.Sta
 // it is stored under, which differs from e.Seq only in a damaged chain):
 // its bytes, and for a lock the blocks it lifts: exactly the blocked
 // agents whose prompt hash it changed.
-func (r *replayer) snapshot(seq uint64, e *entry.Entry, st *entry.State) {
-	sum := *e.ContentSHA256
-	b := r.blob(seq, KindSnapshot, sum, *e.Size)
+func (r *replayer) snapshot(j *job, e *entry.Entry, st *entry.State) {
+	seq, sum := j.seq, *e.ContentSHA256
+	b := r.blob(j)
 	if b != nil && !r.opts.SkipReevaluate {
-		if err := r.snap.parse(e.What, sum, b); err != nil {
+		if err := r.parseSnapshot(e.What, sum, b); err != nil {
 			r.add(Finding{Seq: seq, Kind: KindSnapshot, Message: fmt.Sprintf("the %s snapshot does not parse: %v", e.What, err)})
 		}
 	}
 	if e.What != entry.SnapshotLock || e.Lifts == nil || !st.HasLock {
 		return
 	}
-	old, ok1 := r.snap.locks[st.Lock]
-	next, ok2 := r.snap.locks[sum]
+	locks := r.snap.locks
+	old, ok1 := locks[st.Lock]
+	next, ok2 := locks[sum]
 	if !ok1 || !ok2 {
 		return // a lock that is missing or does not parse was reported
 	}
@@ -485,7 +520,8 @@ func (r *replayer) snapshot(seq uint64, e *entry.Entry, st *entry.State) {
 	}
 }
 
-func (r *replayer) handoff(seq uint64, e *entry.Entry, st *entry.State) {
+func (r *replayer) handoff(j *job, e *entry.Entry, st *entry.State) {
+	seq := j.seq
 	r.rep.Counts[e.Decision]++
 	inForce := true
 	if !st.HasManifest || *e.ManifestSHA256 != st.Manifest {
@@ -498,13 +534,13 @@ func (r *replayer) handoff(seq uint64, e *entry.Entry, st *entry.State) {
 		r.add(Finding{Seq: seq, Kind: KindSnapshot, Want: hashOrNone(st.Lock, st.HasLock), Got: e.LockSHA256.String(),
 			Message: "lock_sha256 is not the lock snapshot in force"})
 	}
-	tooLarge := slices.ContainsFunc(*e.Reasons, func(x reason.Reason) bool { return x.Code == reason.PayloadTooLarge })
+	tooLarge := tooLarge(e)
 	var payload []byte
 	if !tooLarge {
-		payload = r.blob(seq, KindPayload, *e.PayloadSHA256, *e.PayloadSize)
+		payload = r.blob(j)
 	}
 	if !r.opts.SkipReevaluate {
-		if inForce && (payload != nil || tooLarge) && r.reevaluate(seq, e, payload, st) {
+		if inForce && (payload != nil || tooLarge) && r.reevaluate(seq, e, payload, st, j.spec) {
 			r.rep.Counts["reevaluated"]++
 		} else {
 			r.rep.Counts["not_reevaluated"]++

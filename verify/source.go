@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
@@ -49,9 +50,85 @@ func LedgerSource(l *ledger.Ledger) Source { return &ledgerSource{l: l} }
 type ledgerSource struct {
 	l    *ledger.Ledger
 	emit func(Finding) // set by Replay
+
+	// During a Replay, blobs are read from a view shared by the workers
+	// and replaced after viewReads reads (opening a view costs more than
+	// reading a blob); outside, each Blob reads its own.
+	mu     sync.Mutex
+	shared bool
+	cur    *lentView
 }
 
+// viewReads is how many blobs one shared view serves: enough to spread
+// the cost of opening it, few enough that no read transaction lives long
+// (a writer is never held up by a verify).
+const viewReads = 256
+
+// lentView is a view and the reads it serves.
+type lentView struct {
+	v           ledger.View
+	reads, refs int
+}
+
+// concurrentBlob: a ledger's Blob is safe for concurrent use, and answers
+// for any entry.
+func (s *ledgerSource) concurrentBlob() {}
+
 func (s *ledgerSource) setEmit(f func(Finding)) { s.emit = f }
+
+func (s *ledgerSource) beginReplay() {
+	s.mu.Lock()
+	s.shared = true
+	s.mu.Unlock()
+}
+
+func (s *ledgerSource) endReplay() {
+	s.mu.Lock()
+	s.shared = false
+	lv := s.cur
+	s.cur = nil
+	if lv != nil && lv.refs == 0 {
+		lv.v.Close()
+	}
+	s.mu.Unlock()
+}
+
+// lend returns the shared view, opening one when there is none or the
+// last one served viewReads reads; nil outside a Replay or when no view
+// opens (the ledger's own Blob then answers, and says why).
+func (s *ledgerSource) lend() *lentView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.shared {
+		return nil
+	}
+	if s.cur == nil || s.cur.reads >= viewReads {
+		old := s.cur
+		s.cur = nil
+		if old != nil && old.refs == 0 {
+			old.v.Close()
+		}
+		v, err := s.l.Driver().View(context.Background())
+		if err != nil {
+			return nil
+		}
+		s.cur = &lentView{v: v}
+	}
+	s.cur.reads++
+	s.cur.refs++
+	return s.cur
+}
+
+// giveBack ends a read of lv, closing it when it was replaced and this was
+// its last read.
+func (s *ledgerSource) giveBack(lv *lentView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lv.refs--
+	if lv.refs == 0 && lv != s.cur {
+		lv.v.Close()
+	}
+}
 
 func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
 	var next uint64
@@ -94,7 +171,27 @@ func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 	}
 }
 
-func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) { return s.l.Blob(sum) }
+// Blob answers as ledger.Ledger.Blob does.
+func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) {
+	lv := s.lend()
+	if lv == nil {
+		return s.l.Blob(sum)
+	}
+	data, err := lv.v.Blob(sum)
+	s.giveBack(lv)
+	if errors.Is(err, ledger.ErrNotFound) {
+		// The view may be older than the entry (a ledger written while it
+		// is verified): a view of now answers.
+		return s.l.Blob(sum)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := entry.Sum256(data); got != sum {
+		return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ledger.ErrCorrupt, got)
+	}
+	return data, nil
+}
 
 func (s *ledgerSource) entry(seq uint64) (*entry.Entry, error) {
 	e, _, err := s.l.Get(seq)
