@@ -150,21 +150,27 @@ Examples:
 			if !more {
 				return nil
 			}
-			cur := logCursor{Schema: "govledger.log.next/v1"}
-			flag := "--before"
-			if newest {
-				cur.Before = last
-			} else {
-				cur.After, flag = last, "--after"
+			if err := writeLogCursor(g, newest, last); err != nil {
+				return internalErr(err)
 			}
-			if g.output == "json" {
-				if err := writeJSONLine(g.stdout, cur); err != nil {
-					return internalErr(err)
-				}
-				return nil
-			}
-			fmt.Fprintf(g.stdout, "more: %s %d\n", flag, last)
 			return nil
 		},
 	}
+}
+
+// writeLogCursor writes the line that names the next page: after seq last,
+// newest first or (with --reverse) oldest first.
+func writeLogCursor(g *globals, newest bool, last uint64) error {
+	cur := logCursor{Schema: "govledger.log.next/v1"}
+	flag := "--before"
+	if newest {
+		cur.Before = last
+	} else {
+		cur.After, flag = last, "--after"
+	}
+	if g.output == "json" {
+		return writeJSONLine(g.stdout, cur)
+	}
+	_, err := fmt.Fprintf(g.stdout, "more: %s %d\n", flag, last)
+	return err
 }

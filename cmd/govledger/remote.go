@@ -222,18 +222,7 @@ func remoteLog(c *cli.Context, g *globals, cl *client.Client) error {
 	if !more {
 		return nil
 	}
-	cur := logCursor{Schema: "govledger.log.next/v1"}
-	flag := "--before"
-	if newest {
-		cur.Before = last
-	} else {
-		cur.After, flag = last, "--after"
-	}
-	if g.output == "json" {
-		return writeJSONLine(g.stdout, cur)
-	}
-	fmt.Fprintf(g.stdout, "more: %s %d\n", flag, last)
-	return nil
+	return writeLogCursor(g, newest, last)
 }
 
 // remoteShow is show through GET /v1/entries/{seq} and its payload.

@@ -21,7 +21,9 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/server"
 )
 
@@ -300,3 +302,57 @@ func seqOf(t *testing.T, a answer) uint64 {
 func itoaU(n uint64) string { return fmt.Sprint(n) }
 
 var sighup = syscall.SIGHUP
+
+// ack is the answer a client got for an Idempotency-Key: the seq and entry
+// hash of a 201.
+type ack struct {
+	seq  uint64
+	hash string
+}
+
+// checkAcknowledged reads every entry of l and fails the test unless seqs
+// are gapless, every idempotency key is in at most one entry, every key of
+// acked (submitted by principal) is in exactly the entry its 201 named,
+// with that hash, and no key of refused is in any. It returns the head.
+func checkAcknowledged(t *testing.T, l *ledger.Ledger, principal string, acked map[string]ack, refused map[string]bool) uint64 {
+	t.Helper()
+	byKey := map[string][]uint64{}
+	hashes := map[uint64]string{}
+	var last uint64
+	err := l.Scan(context.Background(), 1, func(seq uint64, raw []byte) error {
+		if seq != last+1 {
+			return fmt.Errorf("seq %d follows %d", seq, last)
+		}
+		last = seq
+		en, err := entry.Decode(raw)
+		if err != nil {
+			return err
+		}
+		hashes[seq] = entry.LeafHash(raw).String()
+		if en.IdempotencyKey != "" {
+			byKey[en.IdempotencyKey] = append(byKey[en.IdempotencyKey], seq)
+		}
+		return nil
+	})
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, seqs := range byKey {
+		if len(seqs) != 1 {
+			t.Errorf("key %s is in entries %v, want one", key, seqs)
+		}
+	}
+	for key, a := range acked {
+		seqs := byKey[principal+"/"+key]
+		if len(seqs) != 1 || seqs[0] != a.seq || hashes[a.seq] != a.hash {
+			t.Errorf("acknowledged key %s (seq %d %s) is in entries %v (hash %s)", key, a.seq, a.hash, seqs, hashes[a.seq])
+		}
+	}
+	for key := range refused {
+		if len(byKey[principal+"/"+key]) != 0 {
+			t.Errorf("key %s was answered \"written\": \"no\" but is in entry %v", key, byKey[principal+"/"+key])
+		}
+	}
+	return last
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 
-	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/ledger/postgres/pgtest"
@@ -34,10 +33,6 @@ func TestServePostgresReplicas(t *testing.T) {
 	e.db = dsn
 	tmpl := demoDoc(t, "09-qa-result.vbw.json")
 	const path = "/v1/handoffs?from=domain-03-technical&to=domain-02-analysis"
-	type ack struct {
-		seq  uint64
-		hash string
-	}
 	var (
 		mu      sync.Mutex
 		acked   = map[string]ack{}
@@ -179,44 +174,7 @@ func TestServePostgresReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string][]uint64{}
-	hashes := map[uint64]string{}
-	var last uint64
-	err = l.Scan(context.Background(), 1, func(seq uint64, raw []byte) error {
-		if seq != last+1 {
-			return fmt.Errorf("seq %d follows %d", seq, last)
-		}
-		last = seq
-		en, err := entry.Decode(raw)
-		if err != nil {
-			return err
-		}
-		hashes[seq] = entry.LeafHash(raw).String()
-		if en.IdempotencyKey != "" {
-			byKey[en.IdempotencyKey] = append(byKey[en.IdempotencyKey], seq)
-		}
-		return nil
-	})
-	l.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for key, seqs := range byKey {
-		if len(seqs) != 1 {
-			t.Errorf("key %s is in entries %v, want one", key, seqs)
-		}
-	}
-	for key, a := range acked {
-		seqs := byKey["writer/"+key]
-		if len(seqs) != 1 || seqs[0] != a.seq || hashes[a.seq] != a.hash {
-			t.Errorf("acknowledged key %s (seq %d %s) is in entries %v (hash %s)", key, a.seq, a.hash, seqs, hashes[a.seq])
-		}
-	}
-	for key := range refused {
-		if len(byKey["writer/"+key]) != 0 {
-			t.Errorf("key %s was answered \"written\": \"no\" but is in entry %v", key, byKey["writer/"+key])
-		}
-	}
+	last := checkAcknowledged(t, l, "writer", acked, refused)
 	if out, code := e.cli("verify"); code != 0 || strings.Contains(out, pgSecret) {
 		t.Fatalf("verify: exit %d\n%s", code, out)
 	}
