@@ -106,21 +106,3 @@ func heldError(db string, s *serveSidecar) error {
 	return &exitError{code: exitInternal, err: fmt.Errorf("ledger %s is held by govledger serve (pid %d) at %s; use --server %s (%w)",
 		db, s.PID, s.URL, s.URL, ledger.ErrLocked)}
 }
-
-// openWait returns how long to wait for db's lock, and the live server
-// holding it, if any: then only heldProbe.
-func (g *globals) openWait() (time.Duration, *serveSidecar) {
-	if s := liveSidecar(g.db); s != nil {
-		return min(heldProbe, g.openTimeout()), s
-	}
-	return g.openTimeout(), nil
-}
-
-// openFailed classifies a failure to open g.db, naming the server that
-// holds it when one does.
-func openFailed(g *globals, held *serveSidecar, err error) error {
-	if held != nil && errors.Is(err, ledger.ErrLocked) {
-		return heldError(g.db, held)
-	}
-	return ledgerErr(g.db, err)
-}
