@@ -21,7 +21,9 @@ import (
 // reviewer logs in with a token, reads a hostile handoff's entry page
 // (the payload is inert text), the in-browser proof check verifies the
 // entry against the signed checkpoint with the configured key, and the
-// timeline's live tail shows a new entry within two seconds of its POST.
+// timeline's live tail shows a new entry within two seconds of its POST;
+// the agent, evidence and filtered timeline pages render; served again
+// with another verifier key, the proof check fails at the signature.
 // The viewer's own package tests every page in depth against an
 // in-process ledger; this test holds the wiring of serve, tokens, keys,
 // the real backend and server-sent events together.
@@ -131,6 +133,21 @@ func TestServeViewerInBrowser(t *testing.T) {
 		t.Errorf("%s elements from the payload reached the DOM", n)
 	}
 
+	// The other pages render from the real backend, each with its data.
+	for _, pg := range []struct{ path, want string }{
+		{"/ui/agents/domain-05-product", "domain-05-product"},
+		{"/ui/evidence", "Evidence"},
+		{"/ui/timeline?decision=accepted", "accepted"},
+	} {
+		run(pg.path, 15*time.Second, chromedp.Navigate(s.url+pg.path), chromedp.WaitReady(chromedp.CSS("main h1")))
+		if got := str(`document.querySelector('main').textContent`); !strings.Contains(got, pg.want) {
+			t.Errorf("%s does not show %q", pg.path, pg.want)
+		}
+	}
+	if rows := str(`Array.from(document.querySelectorAll('table.entries tbody tr')).map((r) => r.cells[2].textContent.trim()).join(',')`); rows != "accepted" {
+		t.Errorf("timeline filtered on accepted shows decisions %q, want the one accepted handoff", rows)
+	}
+
 	run("timeline", 15*time.Second,
 		chromedp.Navigate(s.url+"/ui/timeline"),
 		chromedp.WaitReady(chromedp.CSS("main h1")),
@@ -147,6 +164,32 @@ func TestServeViewerInBrowser(t *testing.T) {
 		t.Fatalf("entry %d not in the live tail within 2s of its POST: %v", seq, err)
 	}
 	t.Logf("live tail showed entry %d %s after its POST", seq, time.Since(start).Round(time.Millisecond))
+
+	// The same ledger served with another verifier key: the proof check
+	// names the step that fails.
+	if code := s.stop(); code != 0 {
+		t.Fatalf("stop: exit %d", code)
+	}
+	if out, code := e.cli("--origin", "example.com/viewer-test", "keygen", "--out", keyBase+"-other", "example.com/viewer-test"); code != 0 {
+		t.Fatalf("keygen: %d %s", code, out)
+	}
+	s = e.start("--key", keyBase+".key", "--verifier-key", keyBase+"-other.pub", "--origin", "example.com/viewer-test")
+	run("login again", 30*time.Second,
+		chromedp.Navigate(s.url+"/ui/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), e.tok["auditor"]),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.ID("count-entries")),
+		chromedp.Navigate(fmt.Sprintf("%s/ui/entries/%d", s.url, hostileSeq)),
+		chromedp.WaitReady(chromedp.CSS("main h1")),
+	)
+	if err := poll("proof check", `document.getElementById('proof-status').textContent.startsWith('FAILED') || document.getElementById('proof-status').textContent.startsWith('verified')`, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := str(`document.getElementById('proof-status').textContent`); !strings.Contains(got, `FAILED at step "checkpoint signature"`) {
+		t.Errorf("proof check with another key: %q, want it to fail at the checkpoint signature", got)
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(thrown) > 0 {
