@@ -326,6 +326,34 @@ func (f forkTables) Blocked(agent string) (uint64, bool, error) {
 	return seq, ok, f.s.err
 }
 
+// PositionAt returns h moved to just before e: on e's own seq and prev,
+// and no later than e's time. A checker that judges the chain itself (with
+// blame) folds e at that position, so the fold judges only the state
+// rules and one broken link is not reported again at every later entry.
+func PositionAt(h Head, e *Entry) Head {
+	h.Seq, h.Hash = e.Seq-1, e.Prev
+	if e.Time.Before(h.Time) {
+		h.Time = e.Time.Time
+	}
+	return h
+}
+
+// Judge folds e (hash h) as a checker does: a handoff whose snapshots are
+// not in force (reported by the checker) is applied as ApplyNotInForce
+// does, and when e breaks a state rule the error is returned and the head
+// still moves to e, so the checker goes on with the entries after it. It
+// is the one way the store checks and verify fold what they read.
+func (s *State) Judge(e *Entry, h Hash) error {
+	err := s.Apply(e, h)
+	if errors.Is(err, ErrNotInForce) {
+		err = ApplyNotInForce(s, e, h)
+	}
+	if err != nil {
+		s.Seq, s.Hash, s.Time = e.Seq, h, e.Time.Time
+	}
+	return err
+}
+
 // ApplyNotInForce applies a handoff entry that Apply refused with
 // ErrNotInForce as if its snapshots were in force, then puts back the
 // snapshots that are: a checker that reported the entry goes on with the

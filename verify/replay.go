@@ -328,12 +328,7 @@ func (r *replayer) judge(j *job) {
 	r.rep.Counts[e.Kind]++
 	// The fold, positioned on the entry's own seq, prev and time: the
 	// chain is judged above, with blame; the fold judges the state rules.
-	fh := r.fold
-	fh.Seq, fh.Hash = e.Seq-1, e.Prev
-	if e.Time.Before(fh.Time) {
-		fh.Time = e.Time.Time
-	}
-	st := entry.NewState(fh, r.state)
+	st := entry.NewState(entry.PositionAt(r.fold, e), r.state)
 	switch e.Kind {
 	case entry.KindSnapshot:
 		r.snapshot(j, e, st)
@@ -475,13 +470,8 @@ func (r *replayer) blobsMissing() {
 // a handoff naming snapshots not in force was reported by handoff, and
 // its state effects are kept.
 func (r *replayer) apply(seq uint64, e *entry.Entry, h entry.Hash, st *entry.State) {
-	err := st.Apply(e, h)
-	if errors.Is(err, entry.ErrNotInForce) {
-		err = entry.ApplyNotInForce(st, e, h)
-	}
-	if err != nil {
+	if err := st.Judge(e, h); err != nil {
 		r.add(Finding{Seq: seq, Kind: KindState, Message: err.Error()})
-		st.Seq, st.Hash, st.Time = e.Seq, h, e.Time.Time
 	}
 	r.state.commit(&st.Delta)
 	r.fold = st.Head

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -267,18 +266,9 @@ func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
 // (a handoff whose snapshots are not in force) and dropped otherwise.
 func (c *checker) derive(seq uint64, e *entry.Entry) {
 	st := c.st
-	st.Seq, st.Hash = e.Seq-1, e.Prev
-	if e.Time.Before(st.Time) {
-		st.Time = e.Time.Time
-	}
-	h := entry.LeafHash(c.raw)
-	err := st.Apply(e, h)
-	if errors.Is(err, entry.ErrNotInForce) {
-		err = entry.ApplyNotInForce(st, e, h)
-	}
-	if err != nil {
+	st.Head = entry.PositionAt(st.Head, e)
+	if err := st.Judge(e, entry.LeafHash(c.raw)); err != nil {
 		c.add(seq, ledger.FindStateRule, "an entry that follows the ledger state", err.Error())
-		st.Seq, st.Hash, st.Time = e.Seq, h, e.Time.Time
 	}
 	switch e.Kind {
 	case entry.KindHandoff:

@@ -262,17 +262,9 @@ func (c *checker) treeLeaf(seq uint64, h entry.Hash) {
 // state rules; the chain is judged by walkEntries.
 func (c *checker) derive(seq uint64, e *entry.Entry, h entry.Hash) {
 	st := c.st
-	st.Seq, st.Hash = e.Seq-1, e.Prev
-	if e.Time.Before(st.Time) {
-		st.Time = e.Time.Time
-	}
-	err := st.Apply(e, h)
-	if errors.Is(err, entry.ErrNotInForce) {
-		err = entry.ApplyNotInForce(st, e, h)
-	}
-	if err != nil {
+	st.Head = entry.PositionAt(st.Head, e)
+	if err := st.Judge(e, h); err != nil {
 		c.add(seq, ledger.FindStateRule, "an entry that follows the ledger state", err.Error())
-		st.Seq, st.Hash, st.Time = e.Seq, h, e.Time.Time
 	}
 	switch e.Kind {
 	case entry.KindHandoff:

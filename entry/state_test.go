@@ -1,0 +1,47 @@
+package entry_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/govledger/govledger/entry"
+)
+
+// TestJudge: Judge returns the state rule an entry breaks and still moves
+// the head to it, so a checker goes on; PositionAt puts the head just
+// before an entry whatever the chain before it was, so a broken link is
+// not judged again by the fold.
+func TestJudge(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	st := entry.NewState(entry.Head{}, nil)
+	rot := func(seq uint64, prev entry.Hash, old, new string, at time.Time) *entry.Entry {
+		return &entry.Entry{V: 1, Seq: seq, Prev: prev, Time: entry.Time{Time: at}, Kind: entry.KindKeyRotation, OldKey: old, NewKey: new, Note: "n"}
+	}
+	h1, h2, h3 := entry.Sum256([]byte("1")), entry.Sum256([]byte("2")), entry.Sum256([]byte("3"))
+	if err := st.Judge(rot(1, entry.ZeroHash, "", "k1", t0), h1); err != nil {
+		t.Fatalf("first rotation: %v", err)
+	}
+	// A rotation whose old key is not the key in force breaks the key
+	// chain: the error names it, and the head is still at seq 2.
+	err := st.Judge(rot(2, h1, "wrong", "k2", t0.Add(time.Second)), h2)
+	if !errors.Is(err, entry.ErrKeyChain) {
+		t.Fatalf("rotation from the wrong key: %v, want ErrKeyChain", err)
+	}
+	if st.Seq != 2 || st.Hash != h2 || !st.Time.Equal(t0.Add(time.Second)) {
+		t.Fatalf("head after a broken rule: %d %x %s, want seq 2 at its hash and time", st.Seq, st.Hash, st.Time)
+	}
+	// An entry whose prev and time do not follow (a broken chain, judged
+	// elsewhere) is folded at its own position: no chain error from the fold.
+	e3 := rot(3, h1, "k1", "k3", t0.Add(-time.Hour))
+	st.Head = entry.PositionAt(st.Head, e3)
+	if st.Seq != 2 || st.Hash != h1 || !st.Time.Equal(e3.Time.Time) {
+		t.Fatalf("PositionAt: %d %x %s", st.Seq, st.Hash, st.Time)
+	}
+	if err := st.Judge(e3, h3); err != nil {
+		t.Fatalf("entry folded at its own position: %v", err)
+	}
+	if st.KeyInForce() != "k3" {
+		t.Errorf("key in force %q, want k3", st.KeyInForce())
+	}
+}
