@@ -55,7 +55,10 @@ type snapshotKey struct {
 }
 
 type parsedSnapshot struct {
-	once     sync.Once
+	// ready is closed once the fields below are set, by the one caller of
+	// parse that created the entry. (A sync.Once would let a lookup's
+	// empty Do win the race with that parse and leave the entry empty.)
+	ready    chan struct{}
 	reg      *manifest.Registry
 	lock     *lockfile.Lock
 	err      error
@@ -72,25 +75,28 @@ func (ps *parsedSnapshots) parse(what string, sum entry.Hash, b []byte) *parsedS
 	}
 	p, ok := ps.m[k]
 	if !ok {
-		p = &parsedSnapshot{}
+		p = &parsedSnapshot{ready: make(chan struct{})}
 		ps.m[k] = p
 	}
 	ps.mu.Unlock()
-	p.once.Do(func() {
-		defer func() {
-			if v := recover(); v != nil {
-				p.panicked, p.err = v, fmt.Errorf("snapshot %s: parser panicked: %v", sum, v)
-			}
-		}()
-		if k.lock {
-			p.lock, p.err = lockfile.Parse("lock snapshot "+sum.String(), b)
-		} else {
-			p.reg, p.err = manifest.ParseSnapshot(b)
+	if ok {
+		<-p.ready // parsed, or being parsed, by whoever created it
+		return p
+	}
+	defer close(p.ready)
+	defer func() {
+		if v := recover(); v != nil {
+			p.panicked, p.err = v, fmt.Errorf("snapshot %s: parser panicked: %v", sum, v)
 		}
-		if p.err == nil && p.reg == nil && p.lock == nil {
-			p.err = fmt.Errorf("snapshot %s parses to nothing", sum)
-		}
-	})
+	}()
+	if k.lock {
+		p.lock, p.err = lockfile.Parse("lock snapshot "+sum.String(), b)
+	} else {
+		p.reg, p.err = manifest.ParseSnapshot(b)
+	}
+	if p.err == nil && p.reg == nil && p.lock == nil {
+		p.err = fmt.Errorf("snapshot %s parses to nothing", sum)
+	}
 	return p
 }
 
@@ -103,7 +109,7 @@ func (ps *parsedSnapshots) lookup(what string, sum entry.Hash) (*parsedSnapshot,
 	if !ok {
 		return nil, false
 	}
-	p.once.Do(func() {}) // wait for the parse under way
+	<-p.ready // wait for the parse under way
 	return p, p.err == nil
 }
 
