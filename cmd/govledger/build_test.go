@@ -88,7 +88,7 @@ func govledgerBinary(t *testing.T) string {
 func TestVersionFromCheckout(t *testing.T) {
 	root := moduleRoot(t)
 	if !inGitCheckout(root) {
-		t.Skip("not a git checkout (no revision to stamp): the build-info cases are covered by TestVersionOf")
+		t.Skip("skipped because this source tree is not a git checkout (e.g. an unpacked archive), so the go command has no revision to stamp; TestVersionOf covers every build-info case without one")
 	}
 	clone := filepath.Join(t.TempDir(), "govledger")
 	if out, err := exec.Command("git", "clone", "--quiet", root, clone).CombinedOutput(); err != nil {

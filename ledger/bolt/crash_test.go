@@ -30,7 +30,7 @@ const crashEnv = "GOVLEDGER_CRASH_CHILD_DB"
 func TestCrashChild(t *testing.T) {
 	path := os.Getenv(crashEnv)
 	if path == "" {
-		t.Skip("helper process: TestCrash runs it as its child with " + crashEnv + " set")
+		t.Skip("skipped because this is TestCrash's child process, not a test of its own: TestCrash runs it with " + crashEnv + " set and kills it")
 	}
 	l, err := bolt.Open(path, &bolt.Options{Timeout: 10 * time.Second})
 	if err != nil {
