@@ -16,7 +16,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/urfave/cli/v2"
@@ -281,12 +280,8 @@ func remoteShow(c *cli.Context, g *globals, cl *client.Client, arg string) error
 			return remoteErr(cl, err)
 		case sha256.Sum256(p) != [32]byte(*sum):
 			return remoteErr(cl, fmt.Errorf("%w: the payload of entry seq %d does not have the hash the entry names", client.ErrAnswer, e.Seq))
-		case utf8.Valid(p):
-			s := string(p)
-			res.Payload = &s
 		default:
-			s := b64std(p)
-			res.PayloadB64 = &s
+			res.setPayload(p)
 		}
 	}
 	if g.output == "json" {

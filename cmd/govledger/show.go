@@ -27,6 +27,17 @@ type showResult struct {
 	Others     []uint64        `json:"other_seqs,omitzero"`         // other entries with the same handoff_id
 }
 
+// setPayload shows p as text when it is UTF-8, else as standard base64.
+func (r *showResult) setPayload(p []byte) {
+	s := string(p)
+	if utf8.Valid(p) {
+		r.Payload = &s
+		return
+	}
+	s = b64std(p)
+	r.PayloadB64 = &s
+}
+
 func showCommand(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
@@ -96,12 +107,8 @@ Examples:
 					res.NotStored = true
 				case err != nil:
 					return ledgerReadErr(e.Seq, err)
-				case utf8.Valid(p):
-					s := string(p)
-					res.Payload = &s
 				default:
-					s := b64std(p)
-					res.PayloadB64 = &s
+					res.setPayload(p)
 				}
 			}
 			if g.output == "json" {
