@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +42,6 @@ func liveValues(t testing.TB, path string) []live {
 	base := db.Info().Data
 	at := func(v []byte) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base) }
 	var out []live
-	blobSeq := map[entry.Hash]uint64{}
 	err = db.View(func(tx *bbolt.Tx) error {
 		err := tx.Bucket([]byte(ledgertest.BucketEntries)).ForEach(func(k, v []byte) error {
 			e, err := entry.Decode(v)
@@ -49,18 +49,17 @@ func liveValues(t testing.TB, path string) []live {
 				return err
 			}
 			out = append(out, live{name: fmt.Sprintf("entry %d", e.Seq), seq: e.Seq, off: at(v), n: len(v)})
-			for _, h := range []*entry.Hash{e.PayloadSHA256, e.ContentSHA256} {
-				if h != nil && blobSeq[*h] == 0 {
-					blobSeq[*h] = e.Seq
-				}
-			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		// A blob is stored under the seq of the first entry naming it.
 		return tx.Bucket([]byte(ledgertest.BucketBlobs)).ForEach(func(k, v []byte) error {
-			seq := blobSeq[entry.Hash(k)]
+			if len(k) != 8 {
+				return fmt.Errorf("blobs key %x is not a seq", k)
+			}
+			seq := binary.BigEndian.Uint64(k)
 			out = append(out, live{name: fmt.Sprintf("blob of seq %d", seq), seq: seq, off: at(v), n: len(v)})
 			return nil
 		})

@@ -23,6 +23,7 @@ const (
 	BucketMeta       = "meta"
 	BucketEntries    = "entries"
 	BucketBlobs      = "blobs"
+	BucketIdxBlob    = "idx_blob"
 	BucketTree       = "tree"
 	BucketIdxHandoff = "idx_handoff"
 	BucketIdxAccept  = "idx_accepted"
@@ -234,17 +235,39 @@ func RewindMetaHead(path string, k uint64) error {
 	})
 }
 
+// BlobKey returns the blobs-bucket key of blob sum: the seq idx_blob maps
+// it to (or sum itself in a file before format 5, without idx_blob).
+func BlobKey(path string, sum entry.Hash) (key []byte, err error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	err = db.View(func(tx *bbolt.Tx) error {
+		key = append([]byte(nil), sum[:]...)
+		if idx := tx.Bucket([]byte(BucketIdxBlob)); idx != nil {
+			key = append([]byte(nil), idx.Get(sum[:])...)
+		}
+		if b := tx.Bucket([]byte(BucketBlobs)); b == nil || len(key) == 0 || b.Get(key) == nil {
+			return fmt.Errorf("ledgertest: no blob %s", sum)
+		}
+		return nil
+	})
+	return key, err
+}
+
 // EditBlob replaces the stored bytes of blob sum with data (keeping the key).
 func EditBlob(path string, sum entry.Hash, data []byte) error {
+	key, err := BlobKey(path, sum)
+	if err != nil {
+		return err
+	}
 	return update(path, func(tx *bbolt.Tx) error {
 		b, err := mustBucket(tx, BucketBlobs)
 		if err != nil {
 			return err
 		}
-		if b.Get(sum[:]) == nil {
-			return fmt.Errorf("ledgertest: no blob %s", sum)
-		}
-		return b.Put(sum[:], append([]byte(nil), data...))
+		return b.Put(key, append([]byte(nil), data...))
 	})
 }
 

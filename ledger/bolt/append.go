@@ -69,17 +69,21 @@ func (d *Driver) setLast(h headTime) {
 	d.hmu.Unlock()
 }
 
-// appendFill is the fill of buckets whose keys grow (entries, tree tiles,
-// idx_time, idx_decision): bbolt splits a page at this fraction, and a page left behind
-// is never written again, so filling it whole wastes nothing.
+// appendFill is the fill of buckets whose keys grow (entries, blobs, tree
+// tiles, idx_time, idx_decision) or grow within each prefix (idx_agent,
+// idx_workflow): bbolt splits a page at this fraction, and a page left
+// behind is never written again, so filling it whole wastes nothing. The
+// buckets keyed by a hash (idx_blob, idx_handoff, idx_accepted) keep
+// bbolt's half-full split: their keys land anywhere, and a full page
+// would split into a full one and a nearly empty one on every insert.
 const appendFill = 1.0
 
 // writer stores one batch inside a write transaction.
 type writer struct {
 	d                                *Driver
 	tx                               *bolt.Tx
-	meta, entries, blobs, tiles      *bolt.Bucket
-	accepted, blocked, redacted, idm *bolt.Bucket
+	meta, entries, blobs, idxBlob, tiles *bolt.Bucket
+	accepted, blocked, redacted, idm     *bolt.Bucket
 	seq                              uint64 // the head seq stored so far
 	// indexed is meta "indexed"; unindexed holds the secondary index keys
 	// of this writer's entries (all beyond indexed).
@@ -99,7 +103,7 @@ type indexed struct {
 func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 	w := &writer{d: d, tx: tx,
 		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
-		tiles: tx.Bucket(bucketTiles), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
+		idxBlob: tx.Bucket(bucketIdxBlob), tiles: tx.Bucket(bucketTiles), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
 		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
 	for _, name := range allBuckets {
 		if tx.Bucket(name) == nil {
@@ -126,7 +130,7 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 		return nil, fmt.Errorf("%w: last entry key %x differs from meta head seq %d", ledger.ErrCorrupt, k, seq)
 	}
 	w.seq = seq
-	w.entries.FillPercent, w.tiles.FillPercent = appendFill, appendFill
+	w.entries.FillPercent, w.blobs.FillPercent, w.tiles.FillPercent = appendFill, appendFill, appendFill
 	if w.indexed, err = readIndexed(w.meta, seq); err != nil {
 		return nil, err
 	}
@@ -151,17 +155,8 @@ func (w *writer) store(b *ledger.Batch) error {
 		w.unindexed = append(w.unindexed, indexed{a.Entry.Seq, indexKeys(a.Entry)})
 		w.seq = a.Entry.Seq
 	}
-	sums := make([]entry.Hash, 0, len(b.Blobs))
-	for sum := range b.Blobs {
-		sums = append(sums, sum)
-	}
-	slices.SortFunc(sums, func(x, y entry.Hash) int { return bytes.Compare(x[:], y[:]) })
-	for _, sum := range sums {
-		if w.blobs.Get(sum[:]) == nil {
-			if err := w.blobs.Put(clone(sum[:]), b.Blobs[sum]); err != nil {
-				return err
-			}
-		}
+	if err := w.putBlobs(b); err != nil {
+		return err
 	}
 	if err := w.persist(b); err != nil {
 		return err
@@ -175,10 +170,62 @@ func (w *writer) store(b *ledger.Batch) error {
 	return nil
 }
 
+// putBlobs stores the batch's blobs not yet in the file, each under the seq
+// of the first entry of the batch naming it, so blobs keys grow like the
+// entries'; idx_blob maps the blob's SHA-256 to that key.
+func (w *writer) putBlobs(b *ledger.Batch) error {
+	done := make(map[entry.Hash]bool, len(b.Blobs))
+	for _, a := range b.Entries {
+		sum := blobOf(a.Entry)
+		if sum == nil || done[*sum] {
+			continue
+		}
+		data, ok := b.Blobs[*sum]
+		if !ok {
+			continue
+		}
+		done[*sum] = true
+		if w.idxBlob.Get(sum[:]) != nil {
+			continue // stored by an earlier entry
+		}
+		key := be64(a.Entry.Seq)
+		if w.blobs.Get(key) != nil {
+			return fmt.Errorf("%w: blob of entry %d already exists", ledger.ErrCorrupt, a.Entry.Seq)
+		}
+		if err := w.blobs.Put(key, data); err != nil {
+			return err
+		}
+		if err := w.idxBlob.Put(clone(sum[:]), key); err != nil {
+			return err
+		}
+	}
+	if len(done) != len(b.Blobs) {
+		return fmt.Errorf("%w: the batch holds %d blobs, its entries name %d of them", ledger.ErrCorrupt, len(b.Blobs), len(done))
+	}
+	return nil
+}
+
+// eraseBlob removes the blob sum, if stored, and its idx_blob key.
+func (w *writer) eraseBlob(sum entry.Hash) error {
+	key := w.idxBlob.Get(sum[:])
+	if key == nil {
+		return nil
+	}
+	if len(key) != 8 {
+		return fmt.Errorf("%w: idx_blob value for %s is %d bytes", ledger.ErrCorrupt, sum, len(key))
+	}
+	if err := w.blobs.Delete(clone(key)); err != nil {
+		return err
+	}
+	return w.idxBlob.Delete(sum[:])
+}
+
 // putTiles adds the stored hashes from index base on (in tlog storage
 // order) to the tiles holding them: only hashes of levels 0, 8, 16, … are
 // kept, each appended to its tile, which must end just before it. A tile
-// is rewritten once per commit that extends it and never after it is full.
+// is rewritten once per commit that extends it and never after it is full;
+// a level-0 tile is deleted once full (its hashes are the entries' leaf
+// hashes, see tileHeight).
 func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 	changed := map[string][]byte{}
 	var order []string
@@ -200,7 +247,13 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 	}
 	slices.Sort(order)
 	for _, k := range order {
-		if err := b.Put([]byte(k), changed[k]); err != nil {
+		var err error
+		if k[0] == 0 && len(changed[k]) == tlog.HashSize<<tileHeight {
+			err = b.Delete([]byte(k))
+		} else {
+			err = b.Put([]byte(k), changed[k])
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -208,15 +261,30 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 }
 
 // tileHashes implements tlog.HashReader over a tiles bucket: each stored
-// hash is read from, or computed within, the tile holding it.
-func tileHashes(b *bolt.Bucket, indexes []int64) ([]tlog.Hash, error) {
+// hash is read from, or computed within, the tile holding it. A full
+// level-0 tile that is not stored (format 5) is the leaf hashes of its
+// entries, read from ents; size is the tree size (the head seq).
+func tileHashes(b, ents *bolt.Bucket, size uint64, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
+	var leaves map[int64][]byte // full level-0 tiles computed by this call
 	for i, x := range indexes {
 		if x < 0 {
 			return nil, fmt.Errorf("%w: tree hash index %d", ledger.ErrCorrupt, x)
 		}
 		t := tlog.TileForIndex(tileHeight, x)
 		data := b.Get(tileKey(t.L, t.N))
+		if data == nil && t.L == 0 && uint64(t.N+1)<<tileHeight <= size {
+			if data = leaves[t.N]; data == nil {
+				var err error
+				if data, err = leafTile(ents, t.N); err != nil {
+					return nil, err
+				}
+				if leaves == nil {
+					leaves = map[int64][]byte{}
+				}
+				leaves[t.N] = data
+			}
+		}
 		if len(data) < t.W*tlog.HashSize || len(data)%tlog.HashSize != 0 || len(data) > tlog.HashSize<<tileHeight {
 			return nil, fmt.Errorf("%w: tree hash %d: tile %d/%d is %d bytes, want at least %d", ledger.ErrCorrupt, x, t.L, t.N, len(data), t.W*tlog.HashSize)
 		}
@@ -227,6 +295,24 @@ func tileHashes(b *bolt.Bucket, indexes []int64) ([]tlog.Hash, error) {
 		out[i] = h
 	}
 	return out, nil
+}
+
+// leafTile returns the full level-0 tile n: the leaf hashes of entries
+// 256n+1 … 256n+256.
+func leafTile(ents *bolt.Bucket, n int64) ([]byte, error) {
+	data := make([]byte, 0, tlog.HashSize<<tileHeight)
+	first := uint64(n)<<tileHeight + 1
+	c := ents.Cursor()
+	k, raw := c.Seek(be64(first))
+	for seq := first; seq < first+1<<tileHeight; seq++ {
+		if k == nil || !bytes.Equal(k, be64(seq)) {
+			return nil, fmt.Errorf("%w: tree tile 0/%d: entry %d missing", ledger.ErrCorrupt, n, seq)
+		}
+		h := entry.LeafHash(raw)
+		data = append(data, h[:]...)
+		k, raw = c.Next()
+	}
+	return data, nil
 }
 
 // persist writes what the batch's entries changed in the derived state
@@ -270,7 +356,7 @@ func (w *writer) persist(b *ledger.Batch) error {
 	}
 	for i, r := range d.Redactions {
 		sum := b.Erase[i]
-		if err := w.blobs.Delete(sum[:]); err != nil {
+		if err := w.eraseBlob(sum); err != nil {
 			return err
 		}
 		if err := w.redacted.Put(clone(sum[:]), be64(r.Seq)); err != nil {

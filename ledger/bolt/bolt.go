@@ -24,6 +24,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -32,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -426,8 +428,11 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // transaction: a version 1 file's secondary indexes are complete, so meta
 // "indexed" is its head; versions 1 and 2 gain the idx_idempotency bucket
 // (no entry of theirs has an idempotency key) and meta "key", the new_key
-// of their last key_rotation entry; versions 1 to 3 have their tree bucket
-// replaced by tiles (treeToTiles, which checks both against the entries).
+// of their last key_rotation entry; versions 1 to 4 have their tree
+// bucket or tiles replaced by format 5's tiles (rebuildTiles) and their
+// blobs keyed by seq (blobsBySeq), each checked against the entries
+// before and after. Any difference fails the upgrade and the file is
+// unchanged.
 func (d *Driver) upgrade() (err error) {
 	current := false
 	if err := d.read(func(tx *bolt.Tx) error {
@@ -458,7 +463,10 @@ func (d *Driver) upgrade() (err error) {
 				return err
 			}
 		}
-		if err := treeToTiles(tx, head); err != nil {
+		if err := rebuildTiles(tx, head, v); err != nil {
+			return err
+		}
+		if err := blobsBySeq(tx, head); err != nil {
 			return err
 		}
 		return m.Put(metaVersion, be64(FormatVersion))
@@ -489,14 +497,15 @@ func upgradeV2(tx *bolt.Tx, m *bolt.Bucket) error {
 	return nil
 }
 
-// treeToTiles replaces the tree bucket of a file before format 4 (every
-// stored hash under its index) by the tiles bucket. Before: every stored
-// hash is recomputed from the entries and must equal the one in the tree
-// bucket, which holds no other key. After: every stored hash read back
-// from the tiles, and so the root, must equal the recomputed one. Any
-// difference fails the upgrade (ErrCorrupt) and the file is unchanged.
-func treeToTiles(tx *bolt.Tx, head uint64) error {
-	old, ents := tx.Bucket(bucketTree), tx.Bucket(bucketEntries)
+// rebuildTiles replaces the tree of a file before format 5 — the tree
+// bucket (every stored hash under its index; formats 1-3) or the tiles
+// bucket with its full level-0 tiles (format 4) — by format 5's tiles.
+// Before: every stored hash is recomputed from the entries and must equal
+// the one the file holds, which holds no other. After: every stored hash
+// read back from the new tiles (and the entries), and so the root, must
+// equal the recomputed one.
+func rebuildTiles(tx *bolt.Tx, head, version uint64) error {
+	ents := tx.Bucket(bucketEntries)
 	all := make([]tlog.Hash, 0, tlog.StoredHashCount(int64(head)))
 	mem := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(idx))
@@ -519,18 +528,20 @@ func treeToTiles(tx *bolt.Tx, head uint64) error {
 		}
 		all = append(all, hs...)
 	}
-	n := 0
-	if err := old.ForEach(func(k, v []byte) error {
-		n++
-		if len(k) != 8 || binary.BigEndian.Uint64(k) >= uint64(len(all)) || !bytes.Equal(v, all[binary.BigEndian.Uint64(k)][:]) {
-			return fmt.Errorf("%w: tree key %x does not hold the hash the entries give", ledger.ErrCorrupt, k)
+	if version < formatVersion4 {
+		if err := sameTree(tx.Bucket(bucketTree), all); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if n != len(all) {
-		return fmt.Errorf("%w: tree bucket holds %d hashes, the entries give %d", ledger.ErrCorrupt, n, len(all))
+		if err := tx.DeleteBucket(bucketTree); err != nil {
+			return err
+		}
+	} else {
+		if err := sameTiles(tx.Bucket(bucketTiles), all); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bucketTiles); err != nil {
+			return err
+		}
 	}
 	tiles, err := tx.CreateBucket(bucketTiles)
 	if err != nil {
@@ -540,6 +551,7 @@ func treeToTiles(tx *bolt.Tx, head uint64) error {
 	if err := putTiles(tiles, 0, all); err != nil {
 		return err
 	}
+	read := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, ents, head, idx) })
 	const chunk = 4096
 	idx := make([]int64, 0, chunk)
 	for x := 0; x < len(all); x += chunk {
@@ -547,7 +559,7 @@ func treeToTiles(tx *bolt.Tx, head uint64) error {
 		for i := x; i < min(x+chunk, len(all)); i++ {
 			idx = append(idx, int64(i))
 		}
-		got, err := tileHashes(tiles, idx)
+		got, err := read(idx)
 		if err != nil {
 			return err
 		}
@@ -562,12 +574,149 @@ func treeToTiles(tx *bolt.Tx, head uint64) error {
 		if err != nil {
 			return err
 		}
-		after, err := tlog.TreeHash(int64(head), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, idx) }))
+		after, err := tlog.TreeHash(int64(head), read)
 		if err != nil || after != before {
 			return fmt.Errorf("%w: the root from the tiles differs (%v)", ledger.ErrCorrupt, err)
 		}
 	}
-	return tx.DeleteBucket(bucketTree)
+	return nil
+}
+
+// sameTree checks that a tree bucket (formats 1-3) holds exactly the
+// stored hashes all.
+func sameTree(old *bolt.Bucket, all []tlog.Hash) error {
+	n := 0
+	if err := old.ForEach(func(k, v []byte) error {
+		n++
+		if len(k) != 8 || binary.BigEndian.Uint64(k) >= uint64(len(all)) || !bytes.Equal(v, all[binary.BigEndian.Uint64(k)][:]) {
+			return fmt.Errorf("%w: tree key %x does not hold the hash the entries give", ledger.ErrCorrupt, k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if n != len(all) {
+		return fmt.Errorf("%w: tree bucket holds %d hashes, the entries give %d", ledger.ErrCorrupt, n, len(all))
+	}
+	return nil
+}
+
+// sameTiles checks that a format 4 tiles bucket holds exactly the tiles
+// of the stored hashes all, full level-0 tiles included.
+func sameTiles(old *bolt.Bucket, all []tlog.Hash) error {
+	want := map[string][]byte{}
+	for x, h := range all {
+		level, n := tlog.SplitStoredHashIndex(int64(x))
+		if level%tileHeight == 0 {
+			k := string(tileKey(level/tileHeight, n>>tileHeight))
+			want[k] = append(want[k], h[:]...)
+		}
+	}
+	n := 0
+	if err := old.ForEach(func(k, v []byte) error {
+		n++
+		if w, ok := want[string(k)]; !ok || !bytes.Equal(v, w) {
+			return fmt.Errorf("%w: tile %x does not hold the hashes the entries give", ledger.ErrCorrupt, k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if n != len(want) {
+		return fmt.Errorf("%w: tiles bucket holds %d tiles, the entries give %d", ledger.ErrCorrupt, n, len(want))
+	}
+	return nil
+}
+
+// blobsBySeq rekeys the blobs of a file before format 5 from their SHA-256
+// to the seq of the entry that stored them — the first entry naming them,
+// or the first after the last redaction erasing them — and builds
+// idx_blob. Every stored blob must hash to its key and have such an entry
+// (a blob no entry names, or one a redaction erased, fails the upgrade);
+// after, every blob is read back through idx_blob and must hash to the
+// same key.
+func blobsBySeq(tx *bolt.Tx, head uint64) error {
+	old, ents := tx.Bucket(bucketBlobs), tx.Bucket(bucketEntries)
+	owner := map[entry.Hash]uint64{}
+	for seq := uint64(1); seq <= head; seq++ {
+		e, err := entry.Decode(ents.Get(be64(seq)))
+		if err != nil {
+			return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+		}
+		if sum := blobOf(e); sum != nil {
+			if _, ok := owner[*sum]; !ok && old.Get(sum[:]) != nil {
+				owner[*sum] = seq
+			}
+		}
+		if e.Kind == entry.KindRedaction {
+			t, err := entry.Decode(ents.Get(be64(e.RedactedSeq)))
+			if err != nil || t.Kind != entry.KindHandoff {
+				return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: redacted_seq %d is not a readable handoff", ledger.ErrCorrupt, e.RedactedSeq)}
+			}
+			delete(owner, *t.PayloadSHA256)
+		}
+	}
+	type blob struct {
+		seq  uint64
+		sum  entry.Hash
+		data []byte
+	}
+	var moved []blob
+	if err := old.ForEach(func(k, v []byte) error {
+		var sum entry.Hash
+		if len(k) != len(sum) || v == nil {
+			return fmt.Errorf("%w: blob key %x", ledger.ErrCorrupt, k)
+		}
+		copy(sum[:], k)
+		if entry.Sum256(v) != sum {
+			return fmt.Errorf("%w: blob %s does not hash to its key", ledger.ErrCorrupt, sum)
+		}
+		seq, ok := owner[sum]
+		if !ok {
+			return fmt.Errorf("%w: blob %s: no entry stores it (unnamed, or erased by a redaction)", ledger.ErrCorrupt, sum)
+		}
+		moved = append(moved, blob{seq, sum, v})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(bucketBlobs); err != nil {
+		return err
+	}
+	blobs, err := tx.CreateBucket(bucketBlobs)
+	if err != nil {
+		return err
+	}
+	idx, err := tx.CreateBucket(bucketIdxBlob)
+	if err != nil {
+		return err
+	}
+	blobs.FillPercent, idx.FillPercent = appendFill, appendFill
+	slices.SortFunc(moved, func(a, b blob) int { return cmp.Compare(a.seq, b.seq) })
+	for _, b := range moved {
+		if err := blobs.Put(be64(b.seq), b.data); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(moved, func(a, b blob) int { return bytes.Compare(a.sum[:], b.sum[:]) })
+	for _, b := range moved {
+		if err := idx.Put(clone(b.sum[:]), be64(b.seq)); err != nil {
+			return err
+		}
+	}
+	for _, b := range moved {
+		if got := blobs.Get(idx.Get(b.sum[:])); got == nil || entry.Sum256(got) != b.sum {
+			return fmt.Errorf("%w: blob %s read back through idx_blob differs", ledger.ErrCorrupt, b.sum)
+		}
+	}
+	n := 0
+	if err := blobs.ForEach(func(_, _ []byte) error { n++; return nil }); err != nil {
+		return err
+	}
+	if n != len(moved) {
+		return fmt.Errorf("%w: %d blobs rekeyed, %d stored", ledger.ErrCorrupt, len(moved), n)
+	}
+	return nil
 }
 
 // Path returns the file path given to Open.

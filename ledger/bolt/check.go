@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // head is the last entry; every stored tree hash equals the one recomputed
 // from the entries; every index, the accepted, blocked and redacted tables
 // and the snapshots in force equal those rebuilt from the chain; and every
-// blob hashes to its key and is referred to. It runs in one read
+// blob hashes to the SHA-256 its key names (format 5: the entry it is
+// stored under; idx_blob maps exactly those) and is referred to. It runs in one read
 // transaction, so it sees one consistent state; memory grows with the
 // number of distinct payloads and accepted handoff IDs.
 //
@@ -60,6 +62,7 @@ type checker struct {
 	blocked   map[string]uint64
 	redacted  map[entry.Hash]uint64 // payload -> latest redaction seq
 	refs      map[entry.Hash]uint64 // blob hash -> last entry referring to it
+	named     map[uint64]entry.Hash // seq -> the blob its entry names (format 5)
 	snapshots map[entry.Hash]uint64 // snapshot content -> seq
 	manifest  *entry.Hash
 	lock      *entry.Hash
@@ -79,6 +82,7 @@ func (c *checker) run() error {
 	c.blocked = map[string]uint64{}
 	c.redacted = map[entry.Hash]uint64{}
 	c.refs = map[entry.Hash]uint64{}
+	c.named = map[uint64]entry.Hash{}
 	c.snapshots = map[entry.Hash]uint64{}
 	c.idem = map[entry.Hash][]byte{}
 	c.st = entry.NewState(entry.Head{}, nil)
@@ -270,11 +274,13 @@ func (c *checker) derive(seq uint64, e *entry.Entry) {
 	if err := st.Judge(e, entry.LeafHash(c.raw)); err != nil {
 		c.add(seq, ledger.FindStateRule, "an entry that follows the ledger state", err.Error())
 	}
-	switch e.Kind {
-	case entry.KindHandoff:
-		c.refs[*e.PayloadSHA256] = seq
-	case entry.KindSnapshot:
-		c.refs[*e.ContentSHA256] = seq
+	if sum := blobOf(e); sum != nil {
+		c.refs[*sum] = seq
+		if c.version >= 5 {
+			c.named[seq] = *sum
+		}
+	}
+	if e.Kind == entry.KindSnapshot {
 		c.snapshots[*e.ContentSHA256] = seq
 	}
 }
@@ -495,6 +501,10 @@ func (c *checker) checkBlobs() {
 	if b == nil {
 		return
 	}
+	if c.version >= 5 {
+		c.checkBlobsBySeq(b)
+		return
+	}
 	b.ForEach(func(k, v []byte) error {
 		var h entry.Hash
 		copy(h[:], k)
@@ -505,17 +515,28 @@ func (c *checker) checkBlobs() {
 		if got := entry.Sum256(v); got != h {
 			c.add(c.refs[h], ledger.FindBlobHash, h.String(), got.String())
 		}
-		ref, ok := c.refs[h]
-		if !ok {
-			c.add(0, ledger.FindBlobOrphan, "a referring entry", h.String())
-		} else if r, ok := c.redacted[h]; ok && ref < r {
-			c.add(r, ledger.FindBlobUnremoved, "absent", h.String())
-		}
+		c.checkBlobRef(h)
 		return nil
 	})
+	c.checkSnapshotBlobs(func(h entry.Hash) bool { return b.Get(h[:]) != nil })
+}
+
+// checkBlobRef reports a blob no entry names, or one a redaction erased
+// and no later entry stored again.
+func (c *checker) checkBlobRef(h entry.Hash) {
+	ref, ok := c.refs[h]
+	if !ok {
+		c.add(0, ledger.FindBlobOrphan, "a referring entry", h.String())
+	} else if r, ok := c.redacted[h]; ok && ref < r {
+		c.add(r, ledger.FindBlobUnremoved, "absent", h.String())
+	}
+}
+
+// checkSnapshotBlobs reports the snapshots whose bytes are not stored.
+func (c *checker) checkSnapshotBlobs(stored func(entry.Hash) bool) {
 	var missing []entry.Hash
 	for h := range c.snapshots {
-		if _, red := c.redacted[h]; b.Get(h[:]) == nil && !red {
+		if _, red := c.redacted[h]; !stored(h) && !red {
 			missing = append(missing, h)
 		}
 	}
@@ -523,6 +544,62 @@ func (c *checker) checkBlobs() {
 	for _, h := range missing {
 		c.add(c.snapshots[h], ledger.FindBlobMissing, h.String(), "absent")
 	}
+}
+
+// checkBlobsBySeq checks format 5's blobs: each is stored under the seq
+// of an entry naming it and hashes to the SHA-256 that entry names, and
+// idx_blob maps exactly the stored blobs' SHA-256 to their keys.
+func (c *checker) checkBlobsBySeq(b *bolt.Bucket) {
+	idx := c.bucket(bucketIdxBlob)
+	keyed := map[entry.Hash]uint64{} // stored blob hash -> its key
+	b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 || v == nil {
+			c.add(0, ledger.FindUnknownKey, "8-byte blob key", fmt.Sprintf("%x", k))
+			return nil
+		}
+		seq := binary.BigEndian.Uint64(k)
+		h, ok := c.named[seq]
+		if !ok {
+			c.add(seq, ledger.FindBlobOrphan, "a referring entry", fmt.Sprintf("blob under seq %d", seq))
+			return nil
+		}
+		if got := entry.Sum256(v); got != h {
+			c.add(seq, ledger.FindBlobHash, h.String(), got.String())
+			return nil
+		}
+		if prev, dup := keyed[h]; dup {
+			c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", h, prev), fmt.Sprintf("again under seq %d", seq))
+			return nil
+		}
+		keyed[h] = seq
+		c.checkBlobRef(h)
+		return nil
+	})
+	if idx != nil {
+		n := 0
+		idx.ForEach(func(k, v []byte) error {
+			n++
+			var h entry.Hash
+			copy(h[:], k)
+			if seq, ok := keyed[h]; len(k) != 32 || !ok || !bytes.Equal(v, be64(seq)) {
+				c.add(seqOf(v), ledger.FindIndexExtra, "no idx_blob key", fmt.Sprintf("%x -> %x", k, v))
+			}
+			return nil
+		})
+		if n != len(keyed) {
+			var missing []uint64
+			for h, seq := range keyed {
+				if idx.Get(h[:]) == nil {
+					missing = append(missing, seq)
+				}
+			}
+			slices.Sort(missing)
+			for _, seq := range missing {
+				c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("idx_blob %s -> %d", c.named[seq], seq), "absent")
+			}
+		}
+	}
+	c.checkSnapshotBlobs(func(h entry.Hash) bool { _, ok := keyed[h]; return ok })
 }
 
 // checkTiles compares the tiles bucket with the tiles of the stored hashes
@@ -539,6 +616,13 @@ func (c *checker) checkTiles(b *bolt.Bucket) {
 			k := string(tileKey(level/tileHeight, n>>tileHeight))
 			h := c.tree[x]
 			want[k] = append(want[k], h[:]...)
+		}
+	}
+	if c.version >= 5 { // full level-0 tiles are not stored
+		for k, w := range want {
+			if k[0] == 0 && len(w) == tlog.HashSize<<tileHeight {
+				delete(want, k)
+			}
 		}
 	}
 	first := func(k []byte) uint64 {

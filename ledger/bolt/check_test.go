@@ -115,13 +115,31 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
 		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
 		{"orphan-blob", func(p string) error {
+			return ledgertest.InsertKey(p, "blobs", ledgertest.SeqKey(head+5), []byte("orphan"))
+		}, ledger.FindBlobOrphan},
+		{"blob-under-a-hash-key", func(p string) error {
 			s := entry.Sum256([]byte("orphan"))
 			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
-		}, ledger.FindBlobOrphan},
+		}, ledger.FindUnknownKey},
 		{"deleted-snapshot-blob", func(p string) error {
-			s := entry.Sum256(ledgertest.LockBytes)
-			return ledgertest.DeleteKey(p, "blobs", s[:])
+			k, err := ledgertest.BlobKey(p, entry.Sum256(ledgertest.LockBytes))
+			if err != nil {
+				return err
+			}
+			return ledgertest.DeleteKey(p, "blobs", k)
 		}, ledger.FindBlobMissing},
+		{"deleted-idx_blob-key", func(p string) error {
+			s := entry.Sum256(ledgertest.LockBytes)
+			return ledgertest.DeleteKey(p, "idx_blob", s[:])
+		}, ledger.FindIndexMissing},
+		{"edited-idx_blob-key", func(p string) error {
+			s := entry.Sum256(ledgertest.LockBytes)
+			return ledgertest.InsertKey(p, "idx_blob", s[:], ledgertest.SeqKey(1))
+		}, ledger.FindIndexExtra},
+		{"stray-idx_blob-key", func(p string) error {
+			s := entry.Sum256([]byte("never stored"))
+			return ledgertest.InsertKey(p, "idx_blob", s[:], ledgertest.SeqKey(2))
+		}, ledger.FindIndexExtra},
 		{"edited-in-force", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
 	}
 	for _, tt := range tests {

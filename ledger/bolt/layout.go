@@ -14,23 +14,30 @@ import (
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
 // Open refuses a file with another version (ErrVersionMismatch), except
-// the earlier versions 1 to 3, which a writable Open upgrades in one
+// the earlier versions 1 to 4, which a writable Open upgrades in one
 // transaction: version 1 has no meta "indexed" (its secondary indexes are
 // complete), versions 1 and 2 have neither the idx_idempotency bucket nor
-// meta "key", and versions 1 to 3 store every tree hash in the tree bucket
-// instead of tiles. A read-only Open reads them as they are.
-const FormatVersion = 4
+// meta "key", versions 1 to 3 store every tree hash in the tree bucket
+// instead of tiles, and versions 1 to 4 key blobs by their SHA-256 (no
+// idx_blob) and keep the full level-0 tiles. A read-only Open reads them
+// as they are.
+const FormatVersion = 5
 
 // Earlier layouts.
 const (
 	formatVersion1 = 1 // before meta "indexed"
 	formatVersion2 = 2 // before idx_idempotency and meta "key"
 	formatVersion3 = 3 // before tiles
+	formatVersion4 = 4 // before blobs keyed by seq, idx_blob, and level-0 tiles dropped when full
 )
 
 // tileHeight is the height of the tree's tiles: a tile at level L holds up
 // to 256 hashes of tree level 8L (the tlog tile layout, without the hashes
-// a tile's own bottom row determines).
+// a tile's own bottom row determines). From format 5 on, a level-0 tile is
+// stored only while it is partial: the hashes of a full one are the leaf
+// hashes of its 256 entries, which a read computes from the entries
+// bucket (tileHashes). Appends read only the partial tile and the tiles
+// of higher levels.
 const tileHeight = 8
 
 // tileKey is the tiles bucket key of tile (L, N): one level byte, be64(N).
@@ -46,8 +53,9 @@ func tileKey(level int, n int64) []byte {
 var (
 	bucketMeta       = []byte("meta")            // metaKey* below
 	bucketEntries    = []byte("entries")         // be64(seq) -> canonical entry bytes
-	bucketBlobs      = []byte("blobs")           // sha256(bytes) -> bytes (payloads, snapshots)
-	bucketTiles      = []byte("tiles")           // tileKey(L, N) -> the tile's hashes, 32 bytes each (format 4)
+	bucketBlobs      = []byte("blobs")           // be64(seq of the entry that stored them) -> bytes (payloads, snapshots); formats 1-4: sha256(bytes) -> bytes
+	bucketIdxBlob    = []byte("idx_blob")        // sha256(bytes) -> be64(its blobs key) (format 5)
+	bucketTiles      = []byte("tiles")           // tileKey(L, N) -> the tile's hashes, 32 bytes each (formats 4 and 5)
 	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash (formats 1-3)
 	bucketIdxHandoff = []byte("idx_handoff")     // xxh(handoff_id) || be64(seq) -> ""   (every handoff entry)
 	bucketIdxAccept  = []byte("idx_accepted")    // sha256(handoff_id) -> be64(seq) || payload sha256 (first accepted)
@@ -61,7 +69,7 @@ var (
 )
 
 var allBuckets = [][]byte{
-	bucketMeta, bucketEntries, bucketBlobs, bucketTiles,
+	bucketMeta, bucketEntries, bucketBlobs, bucketIdxBlob, bucketTiles,
 	bucketIdxHandoff, bucketIdxAccept, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime,
 	bucketBlocked, bucketRedacted, bucketIdxIdem,
 }
@@ -72,6 +80,7 @@ func bucketsOf(v uint64) [][]byte {
 	for _, name := range allBuckets {
 		switch {
 		case bytes.Equal(name, bucketIdxIdem) && v < 3:
+		case bytes.Equal(name, bucketIdxBlob) && v < 5:
 		case bytes.Equal(name, bucketTiles) && v < 4:
 			out = append(out, bucketTree)
 		default:
@@ -196,4 +205,16 @@ func indexKeys(e *entry.Entry) map[string][][]byte {
 		add(bucketIdxAgent, xxh(e.Agent))
 	}
 	return out
+}
+
+// blobOf returns the blob an entry names (a handoff's payload, a
+// snapshot's content), or nil.
+func blobOf(e *entry.Entry) *entry.Hash {
+	switch e.Kind {
+	case entry.KindHandoff:
+		return e.PayloadSHA256
+	case entry.KindSnapshot:
+		return e.ContentSHA256
+	}
+	return nil
 }

@@ -2,10 +2,14 @@ package bolt_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -17,10 +21,31 @@ import (
 	"github.com/govledger/govledger/ledger/bolt"
 )
 
-// toFormat3 rewrites the ledger file at path the way format 3 stored it:
-// every stored tree hash under be64(index) in a tree bucket, no tiles. It
-// computes the hashes from the entries, independently of the driver.
-func toFormat3(t *testing.T, path string) {
+// storedHashes computes every stored tree hash of the entries in tx with
+// tlog, independently of the driver.
+func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
+	var all []tlog.Hash
+	r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(idx))
+		for i, x := range idx {
+			out[i] = all[x]
+		}
+		return out, nil
+	})
+	n := int64(0)
+	err := tx.Bucket([]byte("entries")).ForEach(func(_, raw []byte) error {
+		hs, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(entry.LeafHash(raw)), r)
+		all = append(all, hs...)
+		n++
+		return err
+	})
+	return all, err
+}
+
+// toFormat4 rewrites the format 5 ledger file at path the way format 4
+// stored it: blobs keyed by their SHA-256 (no idx_blob) and every tile,
+// full level-0 tiles included, computed from the entries.
+func toFormat4(t *testing.T, path string) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -28,21 +53,69 @@ func toFormat3(t *testing.T, path string) {
 	}
 	defer db.Close()
 	err = db.Update(func(tx *bbolt.Tx) error {
-		var all []tlog.Hash
-		r := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
-			out := make([]tlog.Hash, len(idx))
-			for i, x := range idx {
-				out[i] = all[x]
-			}
-			return out, nil
-		})
-		n := int64(0)
-		if err := tx.Bucket([]byte("entries")).ForEach(func(_, raw []byte) error {
-			hs, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(entry.LeafHash(raw)), r)
-			all = append(all, hs...)
-			n++
-			return err
+		if v := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("version"))); v != 5 {
+			return fmt.Errorf("toFormat4 of a format %d file", v)
+		}
+		blobs := map[string][]byte{}
+		if err := tx.Bucket([]byte("idx_blob")).ForEach(func(sum, key []byte) error {
+			blobs[string(sum)] = append([]byte(nil), tx.Bucket([]byte("blobs")).Get(key)...)
+			return nil
 		}); err != nil {
+			return err
+		}
+		for _, name := range []string{"blobs", "idx_blob", "tiles"} {
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		b, err := tx.CreateBucket([]byte("blobs"))
+		if err != nil {
+			return err
+		}
+		for sum, data := range blobs {
+			if err := b.Put([]byte(sum), data); err != nil {
+				return err
+			}
+		}
+		all, err := storedHashes(tx)
+		if err != nil {
+			return err
+		}
+		tiles, err := tx.CreateBucket([]byte("tiles"))
+		if err != nil {
+			return err
+		}
+		for x, h := range all {
+			level, n := tlog.SplitStoredHashIndex(int64(x))
+			if level%8 != 0 {
+				continue
+			}
+			k := append([]byte{byte(level / 8)}, ledgertest.SeqKey(uint64(n>>8))...)
+			if err := tiles.Put(k, append(append([]byte(nil), tiles.Get(k)...), h[:]...)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), ledgertest.SeqKey(4))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toFormat3 rewrites the format 5 ledger file at path the way format 3
+// stored it: as format 4 (toFormat4), with every stored tree hash under
+// be64(index) in a tree bucket instead of tiles.
+func toFormat3(t *testing.T, path string) {
+	t.Helper()
+	toFormat4(t, path)
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		all, err := storedHashes(tx)
+		if err != nil {
 			return err
 		}
 		tree, err := tx.CreateBucket([]byte("tree"))
@@ -185,6 +258,208 @@ func TestUpgradeRefusesABadTree(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := ledgertest.CopyFile(t, l.Path())
 			toFormat3(t, p)
+			if err := tt.tamper(p); err != nil {
+				t.Fatal(err)
+			}
+			before, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, err := bolt.Open(p, nil); !errors.Is(err, ledger.ErrCorrupt) {
+				if err == nil {
+					w.Close()
+				}
+				t.Fatalf("writable Open = %v, want ErrCorrupt", err)
+			}
+			after, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Errorf("the failed upgrade changed the file")
+			}
+		})
+	}
+}
+
+// format4Fixture copies testdata/format4.db.gz, unpacked, into
+// t.TempDir(). The file was written by the format 4 driver (before blobs
+// were keyed by seq): 300 handoffs over 5 agents and 7 workflows with
+// IndexBatch 16, every tenth sharing one payload, a block and its unblock,
+// the redaction of entry 102's payload "secret payload" and the same
+// payload stored again by a later handoff; then compacted.
+func format4Fixture(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open("testdata/format4.db.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "format4.db")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ledgerAnswers returns, encoded, what a reader sees of the whole ledger:
+// the head, every entry's bytes and the blob it names (or the error kind
+// in its place), and the Find answers by agent and workflow.
+func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	seq, hash, err := l.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&out, "head %d %s\n", seq, hash)
+	for s := uint64(1); s <= seq; s++ {
+		e, raw, err := l.Get(s)
+		if err != nil {
+			t.Fatalf("Get(%d) = %v", s, err)
+		}
+		out.Write(raw)
+		for _, sum := range []*entry.Hash{e.PayloadSHA256, e.ContentSHA256} {
+			if sum == nil {
+				continue
+			}
+			b, err := l.Blob(*sum)
+			switch {
+			case err == nil:
+				fmt.Fprintf(&out, "\nblob %q\n", b)
+			case errors.Is(err, ledger.ErrRedacted):
+				fmt.Fprintf(&out, "\nblob redacted\n")
+			default:
+				t.Fatalf("Blob(%s) of entry %d = %v", sum, s, err)
+			}
+		}
+	}
+	for _, q := range []ledger.Query{{Agent: "agent-0"}, {Agent: "agent-3"}, {WorkflowID: "wf-2"}, {HandoffID: "h-0100"}} {
+		got, err := l.Find(q)
+		if err != nil {
+			t.Fatalf("Find(%+v) = %v", q, err)
+		}
+		fmt.Fprintf(&out, "find %+v: %v\n", q, got)
+	}
+	return out.Bytes()
+}
+
+// TestUpgradeFormat4: a format 4 file written by the format 4 driver reads
+// as it is when opened read-only (Check finds nothing; the file's bytes do
+// not change), and a writable Open upgrades it to format 5: the head,
+// every root and proof, every entry and payload and the Find answers are
+// byte-identical before and after, the blobs are keyed by seq, Check
+// passes, appends work, and a redaction still erases the payload's bytes
+// from the file.
+func TestUpgradeFormat4(t *testing.T) {
+	path := format4Fixture(t)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a format 4 file = %v", err)
+	}
+	wantTree, wantLedger := treeAnswers(t, r), ledgerAnswers(t, r)
+	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
+		t.Errorf("Check of a format 4 file = %v, %v", fs, err)
+	}
+	if !bytes.Contains(wantLedger, []byte(`blob "secret payload"`)) || !bytes.Contains(wantLedger, []byte("blob redacted")) {
+		t.Fatalf("the fixture lacks the redacted and re-stored payload: the test below proves less than it says")
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) || fileVersion(t, path) != 4 {
+		t.Fatalf("read-only use changed the format 4 file")
+	}
+
+	w, err := bolt.Open(path, nil)
+	if err != nil {
+		t.Fatalf("writable Open of a format 4 file = %v", err)
+	}
+	if got := treeAnswers(t, w); !bytes.Equal(got, wantTree) {
+		t.Errorf("upgraded file: roots and proofs differ from the format 4 file's")
+	}
+	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
+		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format 4 file's")
+	}
+	a := ledgertest.AppendHandoff(t, w, ledgertest.Handoff{ID: "after", Source: "agent-1", Target: "agent-2", Payload: []byte("after the upgrade")})
+	again, err := w.Find(ledger.Query{HandoffID: "h-0250"}) // "secret payload" stored again
+	if err != nil || len(again) != 1 {
+		t.Fatalf("Find(h-0250) = %v, %v", again, err)
+	}
+	if _, err := w.Redact(context.Background(), again[0], "erase again"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := w.Blob(*a.Entry.PayloadSHA256); err != nil || string(b) != "after the upgrade" {
+		t.Errorf("Blob of an entry appended after the upgrade = %q, %v", b, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := fileVersion(t, path); v != bolt.FormatVersion {
+		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("secret payload")) || !bytes.Contains(raw, []byte("after the upgrade")) {
+		t.Errorf("after the redaction: file holds the erased payload %t (want false), the last one %t (want true)",
+			bytes.Contains(raw, []byte("secret payload")), bytes.Contains(raw, []byte("after the upgrade")))
+	}
+	ledgertest.MustCheck(t, path)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		n := 0
+		tx.Bucket([]byte("blobs")).ForEach(func(k, _ []byte) error {
+			if n++; len(k) != 8 {
+				t.Errorf("blobs key %x is not a seq", k)
+			}
+			return nil
+		})
+		if m := tx.Bucket([]byte("idx_blob")).Stats().KeyN; n == 0 || m != n {
+			t.Errorf("%d blobs, %d idx_blob keys", n, m)
+		}
+		return nil
+	})
+}
+
+// TestUpgradeRefusesFormat4: a format 4 file whose tiles or blobs disagree
+// with its entries is not upgraded (the writable Open fails with
+// ErrCorrupt and leaves the file's bytes as they were).
+func TestUpgradeRefusesFormat4(t *testing.T) {
+	secret := entry.Sum256([]byte("secret payload"))
+	for _, tt := range []struct {
+		name   string
+		tamper func(string) error
+	}{
+		{"edited-tile", func(p string) error { return ledgertest.FlipByte(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), 40) }},
+		{"deleted-tile", func(p string) error { return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...)) }},
+		{"extra-tile", func(p string) error {
+			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(7)...), make([]byte, 32))
+		}},
+		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, secret, []byte("forged")) }},
+		{"orphan-blob", func(p string) error {
+			s := entry.Sum256([]byte("orphan"))
+			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
+		}},
+		{"blob-under-a-seq-key", func(p string) error { return ledgertest.InsertKey(p, "blobs", ledgertest.SeqKey(3), []byte("x")) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := format4Fixture(t)
 			if err := tt.tamper(p); err != nil {
 				t.Fatal(err)
 			}

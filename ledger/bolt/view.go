@@ -48,8 +48,9 @@ type view struct {
 	tx   *bolt.Tx
 	head entry.Head
 	// buckets; idm is nil in a read-only view of a file before format 3;
-	// tree is set in one before format 4, tiles in the others.
-	meta, entries, blobs, tree, tiles, accepted, blocked, redacted, idm *bolt.Bucket
+	// tree is set in one before format 4, tiles in the others; idxBlob is
+	// nil before format 5 (blobs keyed by their SHA-256).
+	meta, entries, blobs, idxBlob, tree, tiles, accepted, blocked, redacted, idm *bolt.Bucket
 }
 
 func (v *view) init(d *Driver) error {
@@ -65,6 +66,9 @@ func (v *view) init(d *Driver) error {
 		}
 	}
 	v.entries, v.blobs = tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs)
+	if version >= 5 {
+		v.idxBlob = tx.Bucket(bucketIdxBlob)
+	}
 	if version < 4 {
 		v.tree = tx.Bucket(bucketTree)
 	} else {
@@ -195,7 +199,7 @@ func (v *view) Blocks() (out map[string]uint64, err error) {
 func (v *view) ReadHashes(indexes []int64) (out []tlog.Hash, err error) {
 	err = v.do(func() error {
 		if v.tiles != nil {
-			out, err = tileHashes(v.tiles, indexes)
+			out, err = tileHashes(v.tiles, v.entries, v.head.Seq, indexes)
 			return err
 		}
 		out = make([]tlog.Hash, len(indexes))
@@ -250,7 +254,13 @@ func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []
 
 func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 	err = v.do(func() error {
-		data = clone(v.blobs.Get(sum[:]))
+		key := sum[:] // formats 1-4
+		if v.idxBlob != nil {
+			key = v.idxBlob.Get(sum[:])
+		}
+		if key != nil {
+			data = clone(v.blobs.Get(key))
+		}
 		switch {
 		case data != nil:
 			return nil
