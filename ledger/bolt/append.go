@@ -80,11 +80,11 @@ const appendFill = 1.0
 
 // writer stores one batch inside a write transaction.
 type writer struct {
-	d                                *Driver
-	tx                               *bolt.Tx
+	d                                    *Driver
+	tx                                   *bolt.Tx
 	meta, entries, blobs, idxBlob, tiles *bolt.Bucket
 	accepted, blocked, redacted, idm     *bolt.Bucket
-	seq                              uint64 // the head seq stored so far
+	seq                                  uint64 // the head seq stored so far
 	// indexed is meta "indexed"; unindexed holds the secondary index keys
 	// of this writer's entries (all beyond indexed).
 	indexed   uint64

@@ -446,8 +446,12 @@ func TestUpgradeRefusesFormat4(t *testing.T) {
 		name   string
 		tamper func(string) error
 	}{
-		{"edited-tile", func(p string) error { return ledgertest.FlipByte(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), 40) }},
-		{"deleted-tile", func(p string) error { return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...)) }},
+		{"edited-tile", func(p string) error {
+			return ledgertest.FlipByte(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), 40)
+		}},
+		{"deleted-tile", func(p string) error {
+			return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...))
+		}},
 		{"extra-tile", func(p string) error {
 			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(7)...), make([]byte, 32))
 		}},
