@@ -564,8 +564,8 @@ func (c *checker) checkBlobsBySeq(b *bolt.Bucket) {
 			return nil
 		}
 		if got := entry.Sum256(v); got != h {
+			// Damaged bytes: one finding; idx_blob still rightly names seq.
 			c.add(seq, ledger.FindBlobHash, h.String(), got.String())
-			return nil
 		}
 		if prev, dup := keyed[h]; dup {
 			c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", h, prev), fmt.Sprintf("again under seq %d", seq))
