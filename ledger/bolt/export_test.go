@@ -35,3 +35,17 @@ func DiskUsage(d *Driver) (inUse, fileSize int64, perBucket string, err error) {
 	}
 	return inUse, fi.Size(), perBucket, nil
 }
+
+// LeafFill reports, per bucket, the bytes its leaf pages hold and the
+// bytes they take (leaf in use, leaf allocated).
+func LeafFill(d *Driver) (map[string][2]int, error) {
+	out := map[string][2]int{}
+	err := d.read(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			s := b.Stats()
+			out[string(name)] = [2]int{s.LeafInuse, s.LeafAlloc}
+			return nil
+		})
+	})
+	return out, err
+}
