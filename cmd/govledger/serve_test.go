@@ -18,7 +18,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/checkpoint"
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/server"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
