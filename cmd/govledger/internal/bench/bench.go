@@ -18,9 +18,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
-	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
