@@ -3,6 +3,7 @@ package entry
 import (
 	"bytes"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -232,7 +233,7 @@ func decodeCanonical(data []byte) (_ *Entry, ok bool) {
 		case mTime:
 			var s string
 			if s, ok = r.string(); ok {
-				ok = e.Time.UnmarshalText([]byte(s)) == nil
+				e.Time, ok = canonicalTime(s)
 			}
 		case mTraceParent:
 			e.TraceParent, ok = r.nonEmpty()
@@ -437,17 +438,30 @@ func (r *canonReader) hash(h *Hash) bool {
 		return false
 	}
 	src := r.b[r.i+1 : r.i+65]
+	bad := byte(0)
 	for k := range h {
-		hi, ok1 := hexDigit(src[2*k])
-		lo, ok2 := hexDigit(src[2*k+1])
-		if !ok1 || !ok2 {
-			return false
-		}
-		h[k] = hi<<4 | lo
+		hi, lo := hexValue[src[2*k]], hexValue[src[2*k+1]]
+		bad |= hi | lo
+		h[k] = hi<<4 | lo&0xf
+	}
+	if bad&0x80 != 0 {
+		return false
 	}
 	r.i += 66
 	return true
 }
+
+// hexValue maps a lowercase hex digit to its value, anything else to 0xff.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		if v, ok := hexDigit(byte(i)); ok {
+			t[i] = v
+		} else {
+			t[i] = 0xff
+		}
+	}
+	return t
+}()
 
 // uint reads an unsigned integer in canonical form.
 func (r *canonReader) uint() (uint64, bool) {
@@ -630,4 +644,52 @@ func (r *canonReader) canonicalValue(depth int) bool {
 		return r.literal("null")
 	}
 	return false
+}
+
+// canonicalTime parses s if it is a time in the form Time.MarshalText
+// writes, "YYYY-MM-DDTHH:MM:SS[.fraction]Z" with no trailing zero in the
+// fraction, and a valid date and clock; otherwise it leaves the decision
+// to Time.UnmarshalText.
+func canonicalTime(s string) (Time, bool) {
+	if len(s) < 20 || len(s) > 30 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return slowTime(s)
+	}
+	num := func(a, b int) int {
+		n := 0
+		for i := a; i < b; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec := num(11, 13), num(14, 16), num(17, 19)
+	nsec := 0
+	switch frac := s[19 : len(s)-1]; {
+	case frac == "":
+	case len(frac) < 2 || frac[0] != '.' || frac[len(frac)-1] == '0':
+		return slowTime(s)
+	default:
+		nsec = num(20, len(s)-1)
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	if year < 0 || month < 1 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 || nsec < 0 {
+		return slowTime(s)
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nsec, time.UTC)
+	if t.Day() != day || t.Month() != time.Month(month) {
+		return slowTime(s) // no such day
+	}
+	return Time{t}, true
+}
+
+func slowTime(s string) (Time, bool) {
+	var t Time
+	err := t.UnmarshalText([]byte(s))
+	return t, err == nil
 }

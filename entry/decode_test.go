@@ -209,3 +209,24 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// FuzzCanonicalTime: the canonical pass's time reader agrees with
+// Time.UnmarshalText on any string.
+func FuzzCanonicalTime(f *testing.F) {
+	for _, s := range []string{
+		"2026-11-21T10:00:00Z", "2026-11-21T10:00:00.000000001Z", "2026-11-21T10:00:01.5Z", "2026-11-21T10:00:01.50Z",
+		"2026-02-29T10:00:00Z", "2024-02-29T23:59:59.999999999Z", "2026-11-21T24:00:00Z", "2026-11-21T10:00:60Z",
+		"0000-01-01T00:00:00Z", "2026-11-21T10:00:00.Z", "2026-11-21T10:00:00.1234567891Z", "2026-11-21t10:00:00Z",
+		"2026-11-21T10:00:00+00:00", "+026-11-21T10:00:00Z", "2026-13-01T00:00:00Z", "2026-04-31T00:00:00Z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fast, ok := canonicalTime(s)
+		var slow Time
+		err := slow.UnmarshalText([]byte(s))
+		if ok != (err == nil) || ok && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: canonical pass %v, %v; UnmarshalText %v, %v", s, fast, ok, slow, err)
+		}
+	})
+}
