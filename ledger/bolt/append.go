@@ -209,7 +209,7 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 
 // tileHashes implements tlog.HashReader over a tiles bucket: each stored
 // hash is read from, or computed within, the tile holding it.
-func tileHashes(b *bolt.Bucket, indexes []int64) ([]tlog.Hash, error) {
+func tileHashes(b getter, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	for i, x := range indexes {
 		if x < 0 {
@@ -346,7 +346,7 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	return w.meta.Put(metaIndexed, be64(w.seq))
 }
 
-func readHash(b *bolt.Bucket, key []byte) (entry.Hash, bool) {
+func readHash(b getter, key []byte) (entry.Hash, bool) {
 	var h entry.Hash
 	v := b.Get(key)
 	if len(v) != len(h) {

@@ -134,6 +134,11 @@ type Driver struct {
 	// old counts files replaced by a compaction whose close (waiting for
 	// the views still reading them) is under way.
 	old sync.WaitGroup
+	// gdb is the file Open opened when it did not walk its pages, and gfile
+	// the same file for the guarded reads of its views (guard.go); a file a
+	// compaction wrote is read through bbolt.
+	gdb   *bolt.DB
+	gfile *os.File
 
 	// wmu serializes Append and the compaction after it.
 	wmu       sync.Mutex
@@ -218,23 +223,21 @@ func OpenDriver(path string, opts *Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{path: path, db: db, readOnly: o.ReadOnly, indexBatch: uint64(o.IndexBatch), timeout: o.Timeout}
-	if o.CheckPages {
-		if err := d.checkPages(); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("ledger %s: %w", path, err)
-		}
+	if err := d.guard(o.CheckPages); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if err := d.read(func(tx *bolt.Tx) error {
 		origin, err := checkMeta(tx)
 		d.origin = origin
 		return err
 	}); err != nil {
-		db.Close()
+		d.closeFiles()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if !d.readOnly {
 		if err := d.upgrade(); err != nil {
-			db.Close()
+			d.closeFiles()
 			return nil, fmt.Errorf("ledger %s: upgrade to format %d: %w", path, FormatVersion, err)
 		}
 	}
@@ -587,7 +590,16 @@ func (d *Driver) Close() error {
 	d.old.Wait()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.db.Close()
+	return d.closeFiles()
+}
+
+// closeFiles closes the bbolt file and the guarded reads' handle.
+func (d *Driver) closeFiles() error {
+	err := d.db.Close()
+	if d.gfile != nil {
+		d.gfile.Close()
+	}
+	return err
 }
 
 // current returns the open file.
@@ -614,7 +626,7 @@ func recoverCorrupt(err *error) {
 	}
 }
 
-func readHead(m *bolt.Bucket) (uint64, entry.Hash, error) {
+func readHead(m getter) (uint64, entry.Hash, error) {
 	var h entry.Hash
 	if m == nil {
 		return 0, h, fmt.Errorf("%w: meta bucket missing", ledger.ErrCorrupt)
