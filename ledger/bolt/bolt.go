@@ -16,6 +16,9 @@
 //
 // Corruption never panics: bbolt can panic on a damaged file; every read
 // recovers such a panic and returns an error wrapping ledger.ErrCorrupt.
+// The damage no recover catches (a page cycle: endless recursion in bbolt)
+// is kept from bbolt by a page check: of the whole file at Open with
+// Options.CheckPages, else of each page a view reads (see Options).
 //
 // A view is a bbolt read transaction. Hold it briefly: a commit that must
 // grow the file past its memory map waits until every open view of the
@@ -52,10 +55,20 @@ const (
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
 	// CheckPages walks every page of the file's B+trees before Open returns
-	// (see checkPages): a corrupted file then fails with ledger.ErrCorrupt instead
-	// of sending bbolt into an unbounded recursion, a fatal stack overflow
-	// that no recover can catch. It costs one read of every page in use;
-	// verify and export set it. Check always walks the pages first.
+	// (see checkPages): a corrupted file then fails with ledger.ErrCorrupt
+	// instead of sending bbolt into an unbounded recursion, a fatal stack
+	// overflow that no recover can catch, and views then read through
+	// bbolt. It costs one read of every page in use: for callers that read
+	// everything anyway (verify, export, a server at start-up).
+	//
+	// Without it, Open checks only the few pages it reads itself (the root
+	// and meta trees), and every view reads the pages it visits through its
+	// own code, checking each one before use (guard.go): a point read (one
+	// entry, a page of log, a proof) costs a few pages whatever the size of
+	// the file, and a damaged page on its path gives an error wrapping
+	// ledger.ErrCorrupt naming the bucket and the page. Appends still go
+	// through bbolt unchecked, as does the upgrade of a file of an earlier
+	// format. Check always walks the pages first.
 	CheckPages bool
 
 	// ReadOnly opens the file with a shared lock for readers (verify, show,

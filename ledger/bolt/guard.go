@@ -308,7 +308,9 @@ func (c *gcursor) pushRoot() bool {
 
 // search builds the path to key as bbolt's does: in a branch, the last
 // element whose key is <= key (the first when none is); in the leaf, the
-// first element whose key is >= key.
+// first element whose key is >= key. (Like bbolt's, the branch search
+// counts a match met anywhere in its binary search as exact, which only
+// matters on a page whose keys are out of order.)
 func (c *gcursor) search(key []byte) bool {
 	if !c.pushRoot() {
 		return false
@@ -316,12 +318,17 @@ func (c *gcursor) search(key []byte) bool {
 	for {
 		top := len(c.stack) - 1
 		g := c.stack[top].pg
-		i := sort.Search(g.count, func(i int) bool { return bytes.Compare(g.key(i), key) >= 0 })
+		exact := false
+		i := sort.Search(g.count, func(i int) bool {
+			r := bytes.Compare(g.key(i), key)
+			exact = exact || r == 0
+			return r >= 0
+		})
 		if g.leaf {
 			c.stack[top].index = i
 			return true
 		}
-		if (i == g.count || !bytes.Equal(g.key(i), key)) && i > 0 {
+		if !exact && i > 0 {
 			i--
 		}
 		c.stack[top].index = i
@@ -362,40 +369,53 @@ func (c *gcursor) keyValue() ([]byte, []byte, uint32) {
 	return r.pg.key(r.index), v, flags
 }
 
-// step moves to the next (or, when back, previous) element, skipping
-// empty leaves; at the end it returns nil and leaves the stack as it is.
+// step moves to the next (or, when back, previous) element as bbolt's
+// next and prev do: forward, it skips empty leaves; back, it does not (an
+// empty leaf ends the walk); at either end it returns nil.
 func (c *gcursor) step(back bool) ([]byte, []byte, uint32) {
 	if c.b.p.err != nil || len(c.stack) == 0 {
 		return nil, nil, 0
 	}
 	for skipped := uint64(0); ; skipped++ {
-		if skipped > c.b.p.hw {
-			c.b.p.fail(c.b.where, c.stack[len(c.stack)-1].pg.id, "more empty pages in a row than the file has")
+		if c.tooMany(skipped) || !c.move(back) {
 			return nil, nil, 0
 		}
-		i := len(c.stack) - 1
-		for ; i >= 0; i-- {
-			r := &c.stack[i]
-			if !back && r.index < r.pg.count-1 {
-				r.index++
-				break
-			}
-			if back && r.index > 0 {
-				r.index = min(r.index, r.pg.count) - 1
-				break
-			}
-		}
-		if i < 0 {
-			return nil, nil, 0
-		}
-		c.stack = c.stack[:i+1]
-		if !c.descend(back) {
-			return nil, nil, 0
-		}
-		if c.stack[len(c.stack)-1].pg.count > 0 {
+		if back || c.stack[len(c.stack)-1].pg.count > 0 {
 			return c.keyValue()
 		}
 	}
+}
+
+// move moves the stack to the next (or previous) leaf position: false at
+// the end (the stack unchanged) or on damage.
+func (c *gcursor) move(back bool) bool {
+	i := len(c.stack) - 1
+	for ; i >= 0; i-- {
+		r := &c.stack[i]
+		if !back && r.index < r.pg.count-1 {
+			r.index++
+			break
+		}
+		if back && r.index > 0 {
+			r.index--
+			break
+		}
+	}
+	if i < 0 {
+		return false
+	}
+	c.stack = c.stack[:i+1]
+	return c.descend(back)
+}
+
+// tooMany bounds the empty leaves one move may pass: a file has no more
+// pages than its high-water mark, so more is a damaged tree.
+func (c *gcursor) tooMany(n uint64) bool {
+	if n <= c.b.p.hw {
+		return false
+	}
+	c.b.p.fail(c.b.where, c.stack[len(c.stack)-1].pg.id, "more empty pages in a row than the file has")
+	return true
 }
 
 // ret returns k, v (v nil for a nested bucket) after checking that k
@@ -440,9 +460,12 @@ func (c *gcursor) Last() ([]byte, []byte) {
 	if !c.descend(true) {
 		return nil, nil
 	}
-	if c.stack[len(c.stack)-1].pg.count == 0 {
-		k, v, f := c.step(true)
-		return c.ret(k, v, f, 0)
+	// Like bbolt's Last, step back over empty leaves (bbolt's loop would
+	// never end when the first leaf is empty too; this one stops there).
+	for n := uint64(0); len(c.stack) > 1 && c.stack[len(c.stack)-1].pg.count == 0; n++ {
+		if c.tooMany(n) || !c.move(true) {
+			return nil, nil
+		}
 	}
 	k, v, f := c.keyValue()
 	return c.ret(k, v, f, 0)
