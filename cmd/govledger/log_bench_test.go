@@ -20,8 +20,8 @@ import (
 
 // benchLedger builds a ledger of n handoff entries (after the two
 // snapshots) with 64 concurrent writers: 16 source agents, 50 workflows
-// (the first 10 handoffs form a workflow of their own, "wf-trace", the
-// same size in every ledger), one rejection in 7. A ledger already at the
+// (10 of the first 1,000 handoffs form a workflow of their own,
+// "wf-trace", the same size in every ledger), one rejection in 7. A ledger already at the
 // path (-log-bench-dir) is used as it is.
 func benchLedger(b *testing.B, dir string, n int) string {
 	b.Helper()
@@ -55,7 +55,7 @@ func benchLedger(b *testing.B, dir string, n int) string {
 						}
 						e.Kind, e.Format, e.Decision, e.Reasons = entry.KindHandoff, entry.Str("governed/1"), reason.Decide(rs), &rs
 						wf := fmt.Sprintf("wf-%d", i%50)
-						if i < 10 {
+						if i%100 == 49 && i < 1000 {
 							wf = "wf-trace"
 						}
 						e.HandoffID, e.WorkflowID = entry.Str(fmt.Sprintf("h-%d", i)), entry.Str(wf)

@@ -150,8 +150,9 @@ type Driver struct {
 	// gdb is the file Open opened when it did not walk its pages, and gfile
 	// the same file for the guarded reads of its views (guard.go); a file a
 	// compaction wrote is read through bbolt.
-	gdb   *bolt.DB
-	gfile *os.File
+	gdb    *bolt.DB
+	gfile  *os.File
+	gcache *pageCache // pages checked by earlier views, for a read-only file
 
 	// wmu serializes Append and the compaction after it.
 	wmu       sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/govledger/govledger/ledger"
 	bolt "go.etcd.io/bbolt"
@@ -61,19 +62,55 @@ func (b boltBucket) Cursor() cursor { return b.Bucket.Cursor() }
 // maxCachedPages bounds the pages a pager keeps (16 KiB each).
 const maxCachedPages = 256
 
-// pager reads and checks the pages of one read transaction.
-type pager struct {
-	r     io.ReaderAt
-	ps    uint64 // page size
-	hw    uint64 // first page id past the transaction's data
-	root  uint64 // the root bucket's page
-	cache map[uint64]*gpage
-	err   error // the first damage met since the last take
+// pageCache keeps checked pages across the views of a read-only Driver,
+// whose file no one changes while it holds the shared lock: the branch
+// pages (up to maxSharedBranches; a 1,000,000-entry ledger has a few
+// hundred) and the first maxCachedPages leaves read. A point read then
+// reads little more than its leaf.
+type pageCache struct {
+	mu     sync.Mutex
+	pages  map[uint64]*gpage
+	leaves int
 }
 
-// newPager returns a pager for tx, reading the file through r.
-func newPager(r io.ReaderAt, tx *bolt.Tx, pageSize int) *pager {
-	p := &pager{r: r, ps: uint64(pageSize), cache: map[uint64]*gpage{}}
+const maxSharedBranches = 4096
+
+func (c *pageCache) get(id uint64) *gpage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pages[id]
+}
+
+func (c *pageCache) put(g *gpage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pages == nil {
+		c.pages = map[uint64]*gpage{}
+	}
+	switch {
+	case g.leaf && c.leaves < maxCachedPages:
+		c.leaves++
+	case g.leaf || len(c.pages)-c.leaves >= maxSharedBranches:
+		return
+	}
+	c.pages[g.id] = g
+}
+
+// pager reads and checks the pages of one read transaction.
+type pager struct {
+	r      io.ReaderAt
+	ps     uint64 // page size
+	hw     uint64 // first page id past the transaction's data
+	root   uint64 // the root bucket's page
+	cache  map[uint64]*gpage
+	shared *pageCache // nil unless the file cannot change (read-only)
+	err    error      // the first damage met since the last take
+}
+
+// newPager returns a pager for tx, reading the file through r; shared,
+// when not nil, holds pages checked by earlier views.
+func newPager(r io.ReaderAt, tx *bolt.Tx, pageSize int, shared *pageCache) *pager {
+	p := &pager{r: r, ps: uint64(pageSize), cache: map[uint64]*gpage{}, shared: shared}
 	if pageSize > 0 {
 		p.hw = uint64(tx.Size()) / p.ps
 	}
@@ -134,6 +171,11 @@ func (p *pager) page(id uint64, where string) *gpage {
 	if g := p.cache[id]; g != nil {
 		return g
 	}
+	if p.shared != nil {
+		if g := p.shared.get(id); g != nil {
+			return g
+		}
+	}
 	if id < 2 || id >= p.hw {
 		p.fail(where, id, "outside the data pages 2..%d", int64(p.hw)-1)
 		return nil
@@ -181,6 +223,15 @@ func (p *pager) page(id uint64, where string) *gpage {
 		return nil
 	}
 	g := &gpage{id: id, leaf: flags == leafPageFlag, count: int(count), b: buf}
+	for i := 1; i < g.count; i++ {
+		if bytes.Compare(g.key(i-1), g.key(i)) >= 0 {
+			p.fail(where, id, "keys of elements %d and %d out of order", i-1, i)
+			return nil
+		}
+	}
+	if p.shared != nil {
+		p.shared.put(g)
+	}
 	if len(p.cache) < maxCachedPages {
 		p.cache[id] = g
 	}
@@ -190,7 +241,7 @@ func (p *pager) page(id uint64, where string) *gpage {
 // bucket opens the top-level bucket name; nil when there is none (or
 // after damage, which p.err then holds).
 func (p *pager) bucket(name []byte) *gbucket {
-	root := &gbucket{p: p, where: "root bucket", root: p.root}
+	root := &gbucket{p: p, where: "root bucket", root: p.root, buckets: true}
 	c := root.cursor()
 	if !c.search(name) {
 		return nil
@@ -222,12 +273,14 @@ func (p *pager) bucket(name []byte) *gbucket {
 	return b
 }
 
-// gbucket is a guarded bucket.
+// gbucket is a guarded bucket. A ledger file's root bucket holds only
+// buckets, and they hold none: an element flagged otherwise is damage.
 type gbucket struct {
-	p      *pager
-	where  string
-	root   uint64
-	inline *gpage // the root page of an inline bucket (root == 0)
+	p       *pager
+	where   string
+	root    uint64
+	inline  *gpage // the root page of an inline bucket (root == 0)
+	buckets bool   // the root bucket
 }
 
 func (b *gbucket) cursor() *gcursor { return &gcursor{b: b} }
@@ -261,8 +314,9 @@ func (b *gbucket) ForEach(fn func(k, v []byte) error) error {
 }
 
 type gref struct {
-	pg    *gpage
-	index int
+	pg     *gpage
+	index  int
+	lo, hi []byte // the page's keys lie in [lo, hi) (nil: unbounded)
 }
 
 // gcursor is a cursor over a guarded bucket, with bbolt's semantics: a
@@ -274,8 +328,20 @@ type gcursor struct {
 	last  []byte // the key last returned, nil after the end
 }
 
-// push adds page id under the top of the stack.
-func (c *gcursor) push(id uint64) bool {
+// pushChild adds the child of the top page's current element: its keys
+// must lie between that element's key and the next one's (a branch
+// element's key is its child's first key).
+func (c *gcursor) pushChild() bool {
+	r := c.stack[len(c.stack)-1]
+	lo, hi := r.pg.key(r.index), r.hi
+	if r.index+1 < r.pg.count {
+		hi = r.pg.key(r.index + 1)
+	}
+	return c.push(r.pg.child(r.index), lo, hi)
+}
+
+// push adds page id, whose keys lie in [lo, hi), under the top of the stack.
+func (c *gcursor) push(id uint64, lo, hi []byte) bool {
 	if len(c.stack) >= maxTreeDepth {
 		c.b.p.fail(c.b.where, id, "tree deeper than %d levels (a cycle?)", maxTreeDepth)
 		return false
@@ -290,7 +356,11 @@ func (c *gcursor) push(id uint64) bool {
 	if g == nil {
 		return false
 	}
-	c.stack = append(c.stack, gref{pg: g})
+	if g.count > 0 && (lo != nil && bytes.Compare(g.key(0), lo) < 0 || hi != nil && bytes.Compare(g.key(g.count-1), hi) >= 0) {
+		c.b.p.fail(c.b.where, id, "keys outside the range its parent gives (a misdirected page id?)")
+		return false
+	}
+	c.stack = append(c.stack, gref{pg: g, lo: lo, hi: hi})
 	return true
 }
 
@@ -303,7 +373,7 @@ func (c *gcursor) pushRoot() bool {
 		c.stack = append(c.stack, gref{pg: c.b.inline})
 		return true
 	}
-	return c.push(c.b.root)
+	return c.push(c.b.root, nil, nil)
 }
 
 // search builds the path to key as bbolt's does: in a branch, the last
@@ -332,7 +402,7 @@ func (c *gcursor) search(key []byte) bool {
 			i--
 		}
 		c.stack[top].index = i
-		if !c.push(g.child(i)) {
+		if !c.pushChild() {
 			return false
 		}
 	}
@@ -346,7 +416,7 @@ func (c *gcursor) descend(last bool) bool {
 		if r.pg.leaf {
 			return true
 		}
-		if !c.push(r.pg.child(r.index)) {
+		if !c.pushChild() {
 			return false
 		}
 		if last {
@@ -366,6 +436,10 @@ func (c *gcursor) keyValue() ([]byte, []byte, uint32) {
 		return nil, nil, 0
 	}
 	v, flags := r.pg.value(r.index)
+	if want := map[bool]uint32{true: bucketLeafFlag}[c.b.buckets]; flags != want {
+		c.b.p.fail(c.b.where, r.pg.id, "element %d has flags %#x, want %#x", r.index, flags, want)
+		return nil, nil, 0
+	}
 	return r.pg.key(r.index), v, flags
 }
 

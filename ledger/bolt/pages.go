@@ -247,5 +247,8 @@ func (d *Driver) guard(walk bool) error {
 		return err
 	}
 	d.gdb, d.gfile = db, f
+	if d.readOnly {
+		d.gcache = &pageCache{}
+	}
 	return nil
 }

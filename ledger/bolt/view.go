@@ -36,7 +36,7 @@ func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
 	}
 	v := &view{tx: tx}
 	if db == d.gdb {
-		v.g = newPager(d.gfile, tx, db.Info().PageSize)
+		v.g = newPager(d.gfile, tx, db.Info().PageSize, d.gcache)
 	}
 	if err := v.init(d); err != nil {
 		tx.Rollback()
