@@ -19,13 +19,20 @@ import (
 // lies in the data pages below the transaction's high-water mark, the
 // page says its own id, it is a branch or a leaf, a branch has elements,
 // every element and the key and value it points at lie inside the page,
-// overflow pages stay below the high-water mark, a path from a bucket's
-// root is at most maxTreeDepth pages long and holds no page twice, and a
-// cursor's keys move strictly in its direction (so no iteration can run
-// forever). bbolt's own cursors never see these pages: what is checked is
-// exactly what is read, and an id past bbolt's memory map is never
-// dereferenced. The view still holds a bbolt read transaction, which is
-// what keeps a writer in this process from reusing the pages it reads.
+// its keys are in order and within the range its parent's element gives
+// (which catches most misdirected child ids), overflow pages stay below
+// the high-water mark, a path from a bucket's root is at most
+// maxTreeDepth pages long and holds no page twice, elements are flagged
+// as buckets in the root bucket only, and a cursor's keys move strictly
+// in its direction (so no iteration can run forever). bbolt's own cursors
+// never see these pages: what is checked is exactly what is read, and an
+// id past bbolt's memory map is never dereferenced. The view still holds
+// a bbolt read transaction, which is what keeps a writer in this process
+// from reusing the pages it reads.
+//
+// pread rather than a memory map: measured side by side, reading the
+// pages of a point read through a map of its own made each command slower
+// on a 1,000,000-entry file (page faults on a fresh map), not faster.
 //
 // A read that meets a damaged page returns nothing, and the view method
 // that made it returns the pager's error, wrapping ledger.ErrCorrupt and
