@@ -263,35 +263,6 @@ func (e *Entry) Canonical() ([]byte, error) {
 	return c, nil
 }
 
-// Decode parses stored entry bytes strictly: they must be exactly the
-// canonical form of an entry with known fields only that passes Validate.
-func Decode(data []byte) (*Entry, error) {
-	var e Entry
-	// json v2 refuses duplicate names, invalid UTF-8, trailing data and
-	// unknown members; number range is checked by Validate and by the
-	// canonical comparison below.
-	if err := json.Unmarshal(data, &e, json.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if err := e.Validate(); err != nil {
-		return nil, err
-	}
-	c, err := e.marshal()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
-	}
-	if !bytes.Equal(c, data) {
-		return nil, ErrNotCanonical
-	}
-	if e.Inputs != nil {
-		ci, err := strictjson.CanonicalizeBytes(e.Inputs)
-		if err != nil || !bytes.Equal(ci, e.Inputs) {
-			return nil, fmt.Errorf("%w: inputs are not canonical JSON", ErrNotCanonical)
-		}
-	}
-	return &e, nil
-}
-
 // marshal encodes e in field order, which is canonical key order.
 func (e *Entry) marshal() ([]byte, error) {
 	return json.Marshal(e, jsontext.EscapeForHTML(false), jsontext.EscapeForJS(false))

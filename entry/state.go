@@ -99,6 +99,20 @@ func NewState(h Head, base Tables) *State {
 	return &State{Head: h, base: base}
 }
 
+// Reset makes s the state at head h on the same tables, with nothing
+// applied: as NewState(h, base) but keeping the Delta's maps (cleared), so
+// that a checker folding one entry at a time into its own tables does not
+// allocate them again for every entry. What s.Delta held is gone.
+func (s *State) Reset(h Head) {
+	d := &s.Delta
+	clear(d.Accepted)
+	clear(d.Idempotent)
+	clear(d.Blocked)
+	clear(d.Unblocked)
+	*s = State{Head: h, base: s.base, Delta: Delta{Accepted: d.Accepted, Idempotent: d.Idempotent,
+		Blocked: d.Blocked, Unblocked: d.Unblocked, Redactions: d.Redactions[:0]}}
+}
+
 // Err returns the first error a table lookup returned. Answers given after
 // an error may be wrong; callers must not use a State with an Err.
 func (s *State) Err() error { return s.err }

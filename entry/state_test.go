@@ -45,3 +45,43 @@ func TestJudge(t *testing.T) {
 		t.Errorf("key in force %q, want k3", st.KeyInForce())
 	}
 }
+
+// TestReset: a State Reset after applying entries answers and applies as
+// a new State at the same head and tables does; nothing of its earlier
+// Delta or error survives.
+func TestReset(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	man, lock, pay := entry.Sum256([]byte("m")), entry.Sum256([]byte("l")), entry.Sum256([]byte("p"))
+	head := entry.Head{Seq: 1, Hash: entry.Sum256([]byte("e1")), Time: t0, Manifest: man, Lock: lock, HasManifest: true, HasLock: true}
+	handoff := func(seq uint64, prev entry.Hash, id string, blocks ...string) *entry.Entry {
+		size := int64(1)
+		return &entry.Entry{V: 1, Seq: seq, Prev: prev, Time: entry.Time{Time: t0}, Kind: entry.KindHandoff, Decision: "accepted",
+			HandoffID: entry.Str(id), ManifestSHA256: &man, LockSHA256: &lock, PayloadSHA256: &pay, PayloadSize: &size,
+			IdempotencyKey: "key-" + id, Blocks: blocks}
+	}
+	used := entry.NewState(head, nil)
+	if err := used.Apply(handoff(2, head.Hash, "a", "agent-x"), entry.Sum256([]byte("e2"))); err != nil {
+		t.Fatal(err)
+	}
+	used.Delta.Redactions = append(used.Delta.Redactions, entry.Redaction{Seq: 9, Of: 1})
+	used.Reset(head)
+	fresh := entry.NewState(head, nil)
+	for _, st := range []*entry.State{used, fresh} {
+		if !st.Delta.Empty() || st.Err() != nil || st.Head != head {
+			t.Fatalf("after Reset: delta %+v, err %v, head %+v", st.Delta, st.Err(), st.Head)
+		}
+		if _, _, ok := st.Accepted("a"); ok {
+			t.Fatal("an acceptance of the Delta before Reset survives")
+		}
+		if _, ok := st.Blocked("agent-x"); ok {
+			t.Fatal("a block of the Delta before Reset survives")
+		}
+		if err := st.Apply(handoff(2, head.Hash, "b", "agent-y"), entry.Sum256([]byte("e2'"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(used.Delta.Accepted) != 1 || len(used.Delta.Blocked) != 1 || len(used.Delta.Idempotent) != 1 ||
+		used.Delta.Accepted["b"] != fresh.Delta.Accepted["b"] || used.Head != fresh.Head {
+		t.Errorf("Reset state applied: %+v %+v; new state: %+v %+v", used.Head, used.Delta, fresh.Head, fresh.Delta)
+	}
+}

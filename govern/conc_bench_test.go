@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
-	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger/bolt"
 )
 

@@ -148,16 +148,39 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// observe runs the format rules once against the live file system to learn
-// which facts they need, and returns the recorded inputs.
-func (c *Config) observe(p *Payload) (policy.Inputs, error) {
-	in := policy.Inputs{Params: c.Params}
-	if p.Data == nil || c.Root == "" || !needsEnv(c.Params.Format, p.Data) {
-		return in, nil
+// observation is what govern learns about a document before deciding:
+// the recorded inputs and its format detection, reused by every decision
+// on it.
+type observation struct {
+	in  policy.Inputs
+	det *handoff.Detection
+}
+
+// observe detects the document's format once and runs the format rules
+// once against the live file system to learn which facts they need, and
+// returns the recorded inputs.
+func (c *Config) observe(p *Payload) (observation, error) {
+	o := observation{in: policy.Inputs{Params: c.Params}}
+	if p.Data == nil {
+		return o, nil
+	}
+	f := c.Params.Format
+	if f == "" {
+		o.det = handoff.NewDetection(p.Data)
+		f = o.det.Format
+	}
+	// Only these formats have file-system rules (swarm/2 session_path,
+	// skill/1 deliverable, task/1 paths); governed/1, vbw/1 and
+	// undetectable bytes ask nothing of the file system.
+	switch {
+	case c.Root == "":
+		return o, nil
+	case f != handoff.Swarm && f != handoff.Skill && f != handoff.Task:
+		return o, nil
 	}
 	env, err := handoff.NewRootEnv(c.Root)
 	if err != nil {
-		return in, fmt.Errorf("root %s: %w", c.Root, err)
+		return o, fmt.Errorf("root %s: %w", c.Root, err)
 	}
 	now := time.Now
 	if c.Now != nil {
@@ -165,32 +188,16 @@ func (c *Config) observe(p *Payload) (policy.Inputs, error) {
 	}
 	handoff.Parse(p.Data, handoff.Options{
 		Format: c.Params.Format, From: c.Params.From, To: c.Params.To,
-		Strict: c.Params.Strict, Now: now(), Env: env,
+		Strict: c.Params.Strict, Now: now(), Env: env, Detection: o.det,
 	})
-	in.Observations = env.Observations()
-	return in, nil
+	o.in.Observations = env.Observations()
+	return o, nil
 }
 
-// needsEnv reports whether the document's format has file-system rules
-// (swarm/2 session_path, skill/1 deliverable, task/1 paths); governed/1,
-// vbw/1 and undetectable documents have none, so their observation pass
-// is skipped.
-func needsEnv(forced handoff.Format, data []byte) bool {
-	f := forced
-	if f == "" {
-		f, _, _ = handoff.Detect(data)
-	}
-	switch f {
-	case handoff.Swarm, handoff.Skill, handoff.Task:
-		return true
-	}
-	return false
-}
-
-func (c *Config) input(p *Payload, in policy.Inputs, now time.Time, st policy.State) policy.Input {
+func (c *Config) input(p *Payload, o observation, now time.Time, st policy.State) policy.Input {
 	return policy.Input{
 		Payload: p.Data, PayloadSize: p.Size, PayloadSHA256: p.SHA256,
-		Registry: c.Registry, Lock: c.Lock, Now: now, State: st, Inputs: in,
+		Registry: c.Registry, Lock: c.Lock, Now: now, State: st, Inputs: o.in, Detection: o.det,
 	}
 }
 

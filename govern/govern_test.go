@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,8 +12,8 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
-	"github.com/govledger/govledger/internal/demo"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
@@ -168,46 +166,6 @@ func TestPayloadTooLarge(t *testing.T) {
 		t.Error("oversized payload was stored")
 	}
 	mustVerify(t, l)
-}
-
-// TestIndependentExportScript runs the README's 40-line Python auditor
-// (scripts/verify-export.py) on a real export of the demo ledger, when
-// python3 is installed (CI machines may have only Go; then it says so).
-func TestIndependentExportScript(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Log("python3 not installed: the independent export check did not run")
-		return
-	}
-	dir := t.TempDir()
-	if _, err := demo.Run(context.Background(), dir); err != nil {
-		t.Fatal(err)
-	}
-	l, err := bolt.Open(filepath.Join(dir, "demo.db"), &bolt.Options{ReadOnly: true, NoCreate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := verify.WriteExport(context.Background(), &buf, verify.LedgerSource(l)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	path := filepath.Join(dir, "audit.jsonl")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(py, "../scripts/verify-export.py", path).CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(out), "OK: 19 entries") {
-		t.Fatalf("verify-export.py: %v\n%s", err, out)
-	}
-	// One changed byte in an entry must make the script fail.
-	bad := bytes.Replace(buf.Bytes(), []byte(`"decision":"accepted"`), []byte(`"decision":"rejected"`), 1)
-	if err := os.WriteFile(path, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(py, "../scripts/verify-export.py", path).CombinedOutput(); err == nil {
-		t.Fatalf("verify-export.py accepted a tampered export:\n%s", out)
-	}
 }
 
 // TestDecisionUsesEntryTime: when the ledger raises the entry time above

@@ -43,6 +43,24 @@ type Options struct {
 	// skips those rules entirely (no finding); lexical path rules still
 	// apply.
 	Env Env
+	// Detection, for Format "", is Detect's result on the same data from a
+	// caller that has already detected it (see NewDetection); nil detects.
+	Detection *Detection
+}
+
+// Detection is what Detect found in a document, kept so that a caller who
+// parses the same bytes more than once (a decision taken again after a
+// conflicting commit) detects them once.
+type Detection struct {
+	Format  Format
+	Matched []Format
+	Err     error
+}
+
+// NewDetection runs Detect on data.
+func NewDetection(data []byte) *Detection {
+	f, m, err := Detect(data)
+	return &Detection{Format: f, Matched: m, Err: err}
 }
 
 // Parse reads one handoff document. It never returns nil and never
@@ -78,7 +96,11 @@ func Parse(data []byte, opts Options) (rec *Record) {
 	}
 	format := opts.Format
 	if format == "" {
-		f, _, err := Detect(data)
+		d := opts.Detection
+		if d == nil {
+			d = NewDetection(data)
+		}
+		f, err := d.Format, d.Err
 		switch {
 		case err == nil:
 			format = f
@@ -332,7 +354,9 @@ func Detect(data []byte) (Format, []Format, error) {
 	if !valid && len(matched) == 0 {
 		return "", nil, &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
-	heading := findHandoffHeading(splitLines(text)) >= 0
+	// The heading holds the word itself: without it no line can match, and
+	// the line split (a third of detecting a JSON document) is skipped.
+	heading := bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
 	if heading {
 		note(Task, true, `"## Handoff" heading`)
 	} else {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/govledger/govledger/internal/fixture"
+	"github.com/govledger/govledger/govern/governtest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/memory"
@@ -21,13 +21,13 @@ import (
 // redacted.
 func TestCopy(t *testing.T) {
 	ctx := context.Background()
-	cfg := fixture.Config(t)
+	cfg := governtest.Config(t)
 	src, err := memory.Open("copy.example/ledger", &ledger.Options{Now: cfg.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	h := fixture.Populate(t, src, cfg)
+	h := governtest.Populate(t, src, cfg)
 	if _, err := src.Blob(h.Redacted); err != nil {
 		t.Fatalf("the payload redacted at %d was stored again at %d: Blob = %v", h.Redaction, h.Restored, err)
 	}
@@ -51,7 +51,7 @@ func TestCopy(t *testing.T) {
 		if res.Entries != h.Head || res.Redacted != 1 || len(calls) != res.Batches || calls[len(calls)-1] != h.Head {
 			t.Fatalf("MaxEntries %d: result %+v, progress %v; want %d entries, 1 redaction", max, res, calls, h.Head)
 		}
-		fixture.Same(t, src, dst)
+		governtest.Same(t, src, dst)
 		mustVerify(t, dst)
 		// And back, into memory.
 		back, err := memory.Open(src.Origin(), nil)
@@ -61,7 +61,7 @@ func TestCopy(t *testing.T) {
 		if _, err := ledger.Copy(ctx, back.Driver(), dst.Driver(), &ledger.CopyOptions{MaxEntries: max}); err != nil {
 			t.Fatalf("MaxEntries %d: Copy back: %v", max, err)
 		}
-		fixture.Same(t, dst, back)
+		governtest.Same(t, dst, back)
 		back.Close()
 		dst.Close()
 	}
@@ -82,13 +82,13 @@ func mustVerify(t *testing.T, l *ledger.Ledger) {
 // is refused before anything is written.
 func TestCopyRefuses(t *testing.T) {
 	ctx := context.Background()
-	cfg := fixture.Config(t)
+	cfg := governtest.Config(t)
 	src, _ := memory.Open("copy.example/a", &ledger.Options{Now: cfg.Now})
 	defer src.Close()
-	fixture.Record(t, src, cfg, "01", fixture.Handoff(t, "00000000-0000-4000-8000-000000000001"))
+	governtest.Record(t, src, cfg, "01", governtest.Handoff(t, "00000000-0000-4000-8000-000000000001"))
 	full, _ := memory.Open("copy.example/a", &ledger.Options{Now: cfg.Now})
 	defer full.Close()
-	fixture.Record(t, full, cfg, "01", fixture.Handoff(t, "00000000-0000-4000-8000-000000000002"))
+	governtest.Record(t, full, cfg, "01", governtest.Handoff(t, "00000000-0000-4000-8000-000000000002"))
 	other, _ := memory.Open("copy.example/b", nil)
 	defer other.Close()
 	for _, tc := range []struct {
@@ -139,10 +139,10 @@ func (v damagedView) Scan(ctx context.Context, from uint64, fn func(uint64, []by
 // only whole batches before it.
 func TestCopyDamagedSource(t *testing.T) {
 	ctx := context.Background()
-	cfg := fixture.Config(t)
+	cfg := governtest.Config(t)
 	src, _ := memory.Open("copy.example/a", &ledger.Options{Now: cfg.Now})
 	defer src.Close()
-	h := fixture.Populate(t, src, cfg)
+	h := governtest.Populate(t, src, cfg)
 	for _, tc := range []struct {
 		name string
 		with func([]byte) []byte

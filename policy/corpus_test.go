@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 )
@@ -112,6 +113,13 @@ func TestCorpus(t *testing.T) {
 			d := policy.Decide(in)
 			if again := policy.Decide(in); !reflect.DeepEqual(d, again) {
 				t.Fatalf("Decide is not deterministic")
+			}
+			// A caller's detection (govern detects once per document)
+			// decides exactly as Decide's own.
+			withDet := in
+			withDet.Detection = handoff.NewDetection(in.Payload)
+			if again := policy.Decide(withDet); !reflect.DeepEqual(d, again) {
+				t.Fatalf("Decide with the caller's Detection differs:\n got %+v\nwant %+v", again, d)
 			}
 			checkFill(t, d, in)
 			if strings.Contains(doc.path, "/valid/") && !listed && d.Decision != reason.Accepted {

@@ -43,6 +43,11 @@ type Input struct {
 	State State
 	// Inputs are the recorded parameters and observations.
 	Inputs Inputs
+	// Detection, when not nil, is handoff.NewDetection(Payload), run once
+	// by a caller that decides the same document again (govern, after a
+	// conflicting commit); nil detects here. It is not an input of the
+	// decision: the same bytes give the same detection.
+	Detection *handoff.Detection
 }
 
 // Decision is the outcome of Decide.
@@ -83,7 +88,7 @@ func Decide(in Input) *Decision {
 	}
 	rec := handoff.Parse(in.Payload, handoff.Options{
 		Format: p.Format, From: p.From, To: p.To, Strict: p.Strict,
-		Now: in.Now, Env: env,
+		Now: in.Now, Env: env, Detection: in.Detection,
 	})
 	c := &checker{in: in, rec: rec}
 	c.reasons = append(c.reasons, rec.Findings...)

@@ -133,6 +133,7 @@ type Query struct {
 	Code     string    // a reason code
 	Format   string    // a format id
 	Workflow string    // a workflow id
+	Handoff  string    // a handoff id
 	Kind     string    // an entry kind (handoff, snapshot, unblock, ...)
 	Since    time.Time // entries at or after (zero: no bound)
 	Until    time.Time // entries before (zero: no bound)

@@ -458,12 +458,12 @@ func parseTime(name, v string) (time.Time, error) {
 }
 
 func (s *Server) getEntries(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	q, err := query(r, "agent", "decision", "code", "format", "workflow", "kind", "since", "until", "before", "limit")
+	q, err := query(r, "agent", "decision", "code", "format", "workflow", "handoff_id", "kind", "since", "until", "before", "limit")
 	if err != nil {
 		return err
 	}
 	qu := Query{Agent: q.Get("agent"), Decision: q.Get("decision"), Code: q.Get("code"), Format: q.Get("format"),
-		Workflow: q.Get("workflow"), Kind: q.Get("kind"), Limit: defaultPageLimit}
+		Workflow: q.Get("workflow"), Handoff: q.Get("handoff_id"), Kind: q.Get("kind"), Limit: defaultPageLimit}
 	if err := errors.Join(checkAgent("agent", qu.Agent), checkFormat(qu.Format)); err != nil {
 		return err
 	}
@@ -475,6 +475,9 @@ func (s *Server) getEntries(w http.ResponseWriter, r *http.Request, _ *Principal
 	}
 	if len(qu.Workflow) > maxWorkflowID {
 		return badRequest("workflow: longer than %d bytes", maxWorkflowID)
+	}
+	if len(qu.Handoff) > maxWorkflowID {
+		return badRequest("handoff_id: longer than %d bytes", maxWorkflowID)
 	}
 	if qu.Decision != "" && qu.Decision != reason.Accepted && qu.Decision != reason.Rejected {
 		return unprocessable("decision %q: want accepted or rejected", qu.Decision)

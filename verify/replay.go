@@ -120,7 +120,8 @@ type replayer struct {
 	prevHash entry.Hash // recomputed hash of the previous entry's bytes
 	lastTime time.Time
 	pending  *brokenLink
-	fold     entry.Head // the state fold's head after the previous entry
+	fold     entry.Head   // the state fold's head after the previous entry
+	st       *entry.State // the fold on r.state, positioned anew for each entry
 
 	missing   map[uint64]missingBlob // seq -> a blob that is not there
 	redaction map[uint64]bool        // seqs named by redaction entries
@@ -328,7 +329,11 @@ func (r *replayer) judge(j *job) {
 	r.rep.Counts[e.Kind]++
 	// The fold, positioned on the entry's own seq, prev and time: the
 	// chain is judged above, with blame; the fold judges the state rules.
-	st := entry.NewState(entry.PositionAt(r.fold, e), r.state)
+	if r.st == nil {
+		r.st = entry.NewState(entry.Head{}, r.state)
+	}
+	st := r.st
+	st.Reset(entry.PositionAt(r.fold, e))
 	switch e.Kind {
 	case entry.KindSnapshot:
 		r.snapshot(j, e, st)

@@ -48,6 +48,14 @@ func newState(r entryReader) *state {
 }
 
 func (s *state) digest(b []byte) uint64 {
+	var buf [128]byte
+	if len(b) <= len(buf)-len(s.key) {
+		// SHA-256(key || b) without a hash.Hash to allocate.
+		n := copy(buf[:], s.key[:])
+		n += copy(buf[n:], b)
+		sum := sha256.Sum256(buf[:n])
+		return binary.BigEndian.Uint64(sum[:])
+	}
 	h := sha256.New()
 	h.Write(s.key[:])
 	h.Write(b)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/urfave/cli/v2"
 
@@ -37,7 +39,8 @@ Examples:
   govledger bench --n 300 --verify-n 100000
   govledger --output json bench --format swarm/2
   govledger bench --server --clients 1,8,64
-  govledger bench --server --postgres postgres://bench@127.0.0.1:5432/postgres`,
+  govledger bench --server --postgres postgres://bench@127.0.0.1:5432/postgres
+  govledger bench --server --clients 64 --cpuprofile cpu.out && go tool pprof -top cpu.out`,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 1000, Usage: "documents per measurement"},
 			&cli.IntFlag{Name: "writers", Value: 8, Usage: "concurrent writers for the group-commit run"},
@@ -47,6 +50,7 @@ Examples:
 			&cli.BoolFlag{Name: "server", Usage: "measure submitting over HTTP to govledger serve against record and raw bbolt"},
 			&cli.IntSliceFlag{Name: "clients", Value: cli.NewIntSlice(1, 8, 64), Usage: "with --server: numbers of concurrent clients"},
 			&cli.StringFlag{Name: "postgres", Usage: "with --server: a postgres:// URL where the bench may create databases, to measure one and two replicas on PostgreSQL"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the whole run to this file (go tool pprof reads it)"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -61,6 +65,13 @@ Examples:
 			}
 			if c.Int("n") <= 0 || c.Int("writers") <= 0 || c.Int("verify-n") < 0 {
 				return usageErr("--n and --writers must be positive, --verify-n not negative")
+			}
+			if path := c.String("cpuprofile"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			if c.Bool("server") {
 				return benchServer(c, g, f)
@@ -92,6 +103,22 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageErr("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, internalErr(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func benchServer(c *cli.Context, g *globals, f handoff.Format) error {

@@ -8,13 +8,14 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/cmd/govledger/internal/story"
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 )
 
 type demoResult struct {
 	Schema string `json:"schema"`
-	*demo.Story
+	*story.Story
 }
 
 func demoCommand(g *globals) *cli.Command {
@@ -57,7 +58,7 @@ Examples:
 				defer os.RemoveAll(d)
 				dir = d
 			}
-			st, err := demo.Run(c.Context, dir)
+			st, err := story.Run(c.Context, dir)
 			if err != nil {
 				return internalErr(fmt.Errorf("demo: %w", err))
 			}
@@ -79,7 +80,7 @@ Examples:
 	}
 }
 
-func renderDemo(w io.Writer, st *demo.Story, kept bool) {
+func renderDemo(w io.Writer, st *story.Story, kept bool) {
 	fmt.Fprintf(w, "govledger demo: registry of %d agents, prompts locked, ledger clock pinned to %s\n\n",
 		st.Agents, demo.Epoch.Format("2006-01-02T15:04:05Z"))
 	for _, s := range st.Steps {

@@ -39,7 +39,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	dir := t.TempDir()
 	for src, dst := range map[string]string{
 		"../../testdata/registry":           "reg",
-		"../../internal/demo/data/handoffs": "docs",
+		"../../examples/demo/data/handoffs": "docs",
 	} {
 		if err := os.CopyFS(filepath.Join(dir, dst), os.DirFS(src)); err != nil {
 			t.Fatal(err)

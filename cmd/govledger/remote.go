@@ -231,13 +231,12 @@ func remoteShow(c *cli.Context, g *globals, cl *client.Client, arg string) error
 	if n, perr := strconv.ParseUint(arg, 10, 64); perr == nil && n > 0 {
 		seqs = []uint64{n}
 	} else {
-		// The API has no handoff-id filter: scan, keeping the matches.
-		err := cl.AllEntries(ctx, client.Query{Kind: entry.KindHandoff}, func(v server.EntryView) error {
+		err := cl.AllEntries(ctx, client.Query{Kind: entry.KindHandoff, Handoff: arg}, func(v server.EntryView) error {
 			e, _, err := remoteEntry(v)
 			if err != nil {
 				return err
 			}
-			if e.HandoffID.String() == arg {
+			if e.HandoffID.String() == arg { // the server's filter, checked
 				seqs = append(seqs, e.Seq)
 			}
 			return nil

@@ -22,7 +22,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/server"
 )

@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/checkpoint"
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/server"
 )
 
@@ -148,6 +150,20 @@ func TestServeEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(a.body, &ev); err != nil || ev.Seq != seq01 || !strings.Contains(string(ev.Entry), `"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"`) ||
 		!strings.Contains(string(ev.Entry), `"submitter":"product"`) || !strings.Contains(string(ev.Entry), `"idempotency_key":"product/step-1"`) {
 		t.Fatalf("entry %d: %s", seq01, a.body)
+	}
+	// The handoff-id filter: the entries of doc01's handoff id, seq01 among them, and no other.
+	hid := regexp.MustCompile(`"handoff_id":"([^"]+)"`).FindSubmatch(ev.Entry)
+	if hid == nil {
+		t.Fatalf("entry %d has no handoff_id: %s", seq01, ev.Entry)
+	}
+	a = e.do(s, "GET", "/v1/entries?handoff_id="+url.QueryEscape(string(hid[1])), "reader", nil)
+	if err := json.Unmarshal(a.body, &page); err != nil || len(page.Entries) == 0 || page.Entries[len(page.Entries)-1].Seq != seq01 {
+		t.Fatalf("entries?handoff_id=%s: want seq %d oldest: %s", hid[1], seq01, a.body)
+	}
+	for _, v := range page.Entries {
+		if !bytes.Contains(v.Entry, hid[0]) {
+			t.Fatalf("entries?handoff_id=%s returned entry %d of another handoff: %s", hid[1], v.Seq, v.Entry)
+		}
 	}
 	wantProblem(t, "payload without payload:read", e.do(s, "GET", "/v1/entries/"+itoaU(seq01)+"/payload", "reader", nil), 403, server.CodeForbiddenScope)
 	if a := e.do(s, "GET", "/v1/entries/"+itoaU(seq01)+"/payload", "auditor", nil); a.status != 200 || !bytes.Equal(a.body, doc01) {

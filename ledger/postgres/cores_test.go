@@ -9,7 +9,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
-	"github.com/govledger/govledger/internal/fixture"
+	"github.com/govledger/govledger/govern/governtest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/ledger/postgres/pgtest"
@@ -29,7 +29,7 @@ import (
 func TestTwoCores(t *testing.T) {
 	const perCore, workers, shared, keys = 24, 6, 8, 6
 	ctx := context.Background()
-	cfg := fixture.Config(t)
+	cfg := governtest.Config(t)
 	dsn := pgtest.NewDB(t)
 	cores := make([]*ledger.Ledger, 2)
 	for i := range cores {
@@ -57,7 +57,7 @@ func TestTwoCores(t *testing.T) {
 		c := *cfg
 		c.IdempotencyKey = key
 		for {
-			o, err := govern.Record(ctx, l, &c, id, fixture.Handoff(t, id))
+			o, err := govern.Record(ctx, l, &c, id, governtest.Handoff(t, id))
 			var used *govern.KeyUsedError
 			switch {
 			case errors.As(err, &used):

@@ -236,6 +236,7 @@ func (c *Client) Submit(ctx context.Context, doc []byte, o SubmitOptions) (*serv
 // Query selects entries (GET /v1/entries); zero fields are not sent.
 type Query struct {
 	Agent, Decision, Code, Format, Workflow, Kind string
+	Handoff                                       string // a handoff id
 	Since, Until                                  time.Time
 	Before                                        uint64 // cursor: seqs below it
 	Limit                                         int    // page size (server default when 0)
@@ -245,7 +246,7 @@ type Query struct {
 func (c *Client) Entries(ctx context.Context, qu Query) (*server.Page, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"agent": qu.Agent, "decision": qu.Decision, "code": qu.Code,
-		"format": qu.Format, "workflow": qu.Workflow, "kind": qu.Kind} {
+		"format": qu.Format, "workflow": qu.Workflow, "handoff_id": qu.Handoff, "kind": qu.Kind} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -498,8 +498,8 @@ func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, er
 		page.Entries = append(page.Entries, v)
 		return false, nil
 	}
-	if q.Agent != "" || q.Workflow != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero() {
-		lq := ledger.Query{Agent: q.Agent, WorkflowID: q.Workflow, Decision: q.Decision, Since: q.Since, Until: q.Until}
+	if q.Agent != "" || q.Workflow != "" || q.Handoff != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero() {
+		lq := ledger.Query{Agent: q.Agent, WorkflowID: q.Workflow, HandoffID: q.Handoff, Decision: q.Decision, Since: q.Since, Until: q.Until}
 		if q.Code == "" && q.Format == "" && q.Kind == "" && q.Before == 0 {
 			lq.Limit, lq.Newest = limit+1, true
 		}
@@ -537,6 +537,7 @@ func matches(e *entry.Entry, q server.Query) bool {
 		q.Decision != "" && e.Decision != q.Decision,
 		q.Format != "" && e.Format.S != q.Format,
 		q.Workflow != "" && e.WorkflowID.S != q.Workflow,
+		q.Handoff != "" && e.HandoffID.S != q.Handoff,
 		q.Kind != "" && e.Kind != q.Kind,
 		!q.Since.IsZero() && e.Time.Before(q.Since),
 		!q.Until.IsZero() && !e.Time.Before(q.Until):

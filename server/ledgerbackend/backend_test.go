@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/govledger/govledger/internal/demo"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/server"

@@ -1,40 +1,28 @@
-// Package demo runs govledger's main job end to end on example data
+// Package story runs govledger's main job end to end on example data
 // embedded in the binary: a registry, its lock, a dozen handoffs (accepted,
 // hash mismatch, blocked agent, boundary violation, replay, garbage bytes,
 // one of each format), a verify of the ledger, and a verify of a tampered
 // copy. It returns the story; the CLI tells it.
-package demo
+package story
 
 import (
 	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"time"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
-	"github.com/govledger/govledger/lockfile"
-	"github.com/govledger/govledger/manifest"
-	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
-
-//go:embed data
-var data embed.FS
-
-// Epoch is the demo ledger's pinned clock start, so every run prints the
-// same hashes.
-var Epoch = time.Date(2026, 2, 11, 0, 50, 0, 0, time.UTC)
 
 // Origin is the demo ledger's identity.
 const Origin = "govledger.demo/example"
@@ -107,18 +95,18 @@ func (c *clock) now() time.Time {
 // new), records the script into dir/demo.db, verifies it, then verifies a
 // tampered copy.
 func Run(ctx context.Context, dir string) (*Story, error) {
-	if err := Unpack(dir); err != nil {
+	if err := demo.Unpack(dir); err != nil {
 		return nil, err
 	}
 	regs := map[string]*govern.Config{}
 	for _, name := range []string{"registry", "skills"} {
-		cfg, err := Config(dir, name)
+		cfg, err := demo.Config(dir, name)
 		if err != nil {
 			return nil, err
 		}
 		regs[name] = cfg
 	}
-	clk := &clock{t: Epoch}
+	clk := &clock{t: demo.Epoch}
 	dbPath := filepath.Join(dir, "demo.db")
 	l, err := bolt.Open(dbPath, &bolt.Options{Now: clk.now, Origin: Origin})
 	if err != nil {
@@ -139,7 +127,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 			st.Steps = append(st.Steps, Step{Story: s.story, Kind: entry.KindUnblock, Target: s.unblock, Seq: a.Entry.Seq, Hash: a.Hash.String()})
 			continue
 		}
-		raw, err := Document(s.file)
+		raw, err := demo.Document(s.file)
 		if err != nil {
 			return nil, err
 		}
@@ -245,74 +233,4 @@ func swapLast(s string) string {
 		b[len(b)-1] = 's'
 	}
 	return string(b)
-}
-
-// Unpack writes the embedded example data under dir: registry/ (a
-// manifest), skills/ (a skills folder), handoffs/, and root/ (the files the
-// hand-offs refer to).
-func Unpack(dir string) error {
-	return fs.WalkDir(data, "data", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel("data", path)
-		out := filepath.Join(dir, filepath.FromSlash(rel))
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := data.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(out, b, 0o644)
-	})
-}
-
-// Document returns an embedded hand-off by file name.
-func Document(name string) ([]byte, error) { return fs.ReadFile(data, "data/handoffs/"+name) }
-
-// Config loads the unpacked registry "registry" or "skills" under dir,
-// locks it (writing dir/NAME-lock.json) and returns a decision config whose
-// root is dir/root.
-func Config(dir, name string) (*govern.Config, error) {
-	root := filepath.Join(dir, "root")
-	path := filepath.Join(dir, name)
-	if name == "registry" {
-		path = filepath.Join(path, "prompt-manifest.json")
-	}
-	reg, err := manifest.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	lk, err := lockfile.Generate(reg, lockfile.DirOpener(reg.Dir))
-	if err != nil {
-		return nil, err
-	}
-	lockBytes := lk.Marshal()
-	if err := os.WriteFile(filepath.Join(dir, name+"-lock.json"), lockBytes, 0o644); err != nil {
-		return nil, err
-	}
-	return &govern.Config{
-		Registry: reg, Lock: lk, LockBytes: lockBytes, Root: root,
-		Params: policy.Params{MaxAge: int64(govern.DefaultMaxAge), MaxPayload: govern.DefaultMaxPayload},
-	}, nil
-}
-
-var (
-	reTimestamp = regexp.MustCompile(`(?m)^(\s*timestamp:\s*)"[^"]*"`)
-	reExpires   = regexp.MustCompile(`(?m)^(\s*expires_at:\s*)"[^"]*"`)
-	reWorkflow  = regexp.MustCompile(`(?m)^(\s*workflow_id:\s*)"?[^"\n]*"?`)
-	rePayload   = regexp.MustCompile(`(?m)^\s*(payload_hash|payload_size_bytes):.*\n`)
-)
-
-// Retime returns a YAML hand-off (swarm/2, skill/1) with its timestamp set
-// to now, its expiry to now+1h and its workflow id replaced, for
-// generating distinct current documents (bench). The optional swarm/2
-// payload_hash and payload_size_bytes lines are dropped, since they would
-// no longer match.
-func Retime(doc []byte, now time.Time, workflowID string) []byte {
-	doc = rePayload.ReplaceAll(doc, nil)
-	doc = reTimestamp.ReplaceAll(doc, []byte(`${1}"`+now.UTC().Format(time.RFC3339)+`"`))
-	doc = reExpires.ReplaceAll(doc, []byte(`${1}"`+now.UTC().Add(time.Hour).Format(time.RFC3339)+`"`))
-	return reWorkflow.ReplaceAll(doc, []byte(`${1}"`+workflowID+`"`))
 }
