@@ -65,7 +65,7 @@ Examples:
 			if from == to {
 				return usageErr("copy: --from and --to name the same ledger")
 			}
-			src, err := openAt(c.Context, g, from, openReadOnly, "")
+			src, err := openAt(c.Context, g, from, openReadAll, "")
 			if err != nil {
 				return err
 			}

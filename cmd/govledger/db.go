@@ -15,10 +15,17 @@ import (
 type openMode int
 
 const (
-	openCreate   openMode = iota // write; create the ledger when there is none (record, unblock, serve)
+	openCreate   openMode = iota // write; create the ledger when there is none (record, unblock)
 	openExisting                 // write an existing ledger (redact, checkpoint rotate)
-	openReadOnly                 // read an existing ledger, never write (verify, log, show, ...)
+	openReadOnly                 // read parts of an existing ledger, never write (log, show, trace, prove, ...)
+	openReadAll                  // read all of an existing ledger, never write (verify, export, copy)
+	openServe                    // openCreate for a long-running server
 )
+
+// A bbolt file is checked against page damage that would crash bbolt
+// (bolt.Options.CheckPages): a command that reads all of it, and serve at
+// start-up, walk every page once at open; the others check only the pages
+// their reads visit, so a point read costs the same on any size of ledger.
 
 // pgOpenWait bounds how long opening a PostgreSQL ledger may take:
 // connecting, and waiting for another process's schema migration.
@@ -56,9 +63,13 @@ func openAt(ctx context.Context, g *globals, db string, mode openMode, origin st
 		switch mode {
 		case openCreate:
 			o.Origin = origin
+		case openServe:
+			o.Origin, o.CheckPages = origin, true
 		case openExisting:
 			o.NoCreate = true
 		case openReadOnly:
+			o.ReadOnly, o.NoCreate = true, true
+		case openReadAll:
 			o.ReadOnly, o.NoCreate, o.CheckPages = true, true, true
 		}
 		l, err = bolt.Open(db, o)
@@ -79,12 +90,13 @@ func openPostgres(ctx context.Context, g *globals, dsn string, mode openMode, or
 	ctx, cancel := context.WithTimeout(ctx, pgOpenWait)
 	defer cancel()
 	o := &postgres.Options{Now: g.clock()}
-	switch mode {
-	case openCreate:
+	readOnly := mode == openReadOnly || mode == openReadAll
+	switch {
+	case mode == openCreate || mode == openServe:
 		o.Origin = origin
-	case openExisting:
+	case mode == openExisting:
 		o.NoCreate = true
-	case openReadOnly:
+	case readOnly:
 		o.ReadOnly = true
 	}
 	d, err := postgres.Open(ctx, dsn, o)
@@ -94,11 +106,18 @@ func openPostgres(ctx context.Context, g *globals, dsn string, mode openMode, or
 		}
 		return nil, err
 	}
-	l, err := ledger.New(d, &ledger.Options{ReadOnly: mode == openReadOnly, Now: g.clock()})
+	l, err := ledger.New(d, &ledger.Options{ReadOnly: readOnly, Now: g.clock()})
 	if err != nil {
 		d.Close()
 	}
 	return l, err
+}
+
+// openLedgerAll opens an existing ledger read-only for a command that
+// reads all of it (verify, export): a bbolt file has every page checked
+// at open, once.
+func openLedgerAll(g *globals) (*ledger.Ledger, error) {
+	return openDB(context.Background(), g, openReadAll)
 }
 
 // dbName is --db as messages show it: a PostgreSQL URL without its

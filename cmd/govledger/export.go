@@ -45,7 +45,7 @@ Examples:
 				}
 				return remoteExport(c, g, cl)
 			}
-			l, err := openLedgerRO(g)
+			l, err := openLedgerAll(g)
 			if err != nil {
 				return err
 			}

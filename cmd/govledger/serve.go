@@ -145,7 +145,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if _, err := load(); err != nil { // before the ledger is created
 		return inputErr(err)
 	}
-	l, err := openLedger(g)
+	l, err := openDB(context.Background(), g, openServe) // every page checked once, at start-up
 	if err != nil {
 		return err
 	}

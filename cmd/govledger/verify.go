@@ -94,7 +94,7 @@ payload:read.`,
 				res.Source = path
 				rep, err = verify.Replay(c.Context, verify.ExportSource(f), verify.Options{})
 			} else {
-				l, lerr := openLedgerRO(g)
+				l, lerr := openLedgerAll(g)
 				if lerr != nil {
 					return lerr
 				}

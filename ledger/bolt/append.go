@@ -267,7 +267,7 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 // hash is read from, or computed within, the tile holding it. A full
 // level-0 tile that is not stored (format 5) is the leaf hashes of its
 // entries, read from ents; size is the tree size (the head seq).
-func tileHashes(b, ents *bolt.Bucket, size uint64, indexes []int64) ([]tlog.Hash, error) {
+func tileHashes(b getter, ents rbucket, size uint64, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	var leaves map[int64][]byte // full level-0 tiles computed by this call
 	for i, x := range indexes {
@@ -302,7 +302,7 @@ func tileHashes(b, ents *bolt.Bucket, size uint64, indexes []int64) ([]tlog.Hash
 
 // leafTile returns the full level-0 tile n: the leaf hashes of entries
 // 256n+1 … 256n+256.
-func leafTile(ents *bolt.Bucket, n int64) ([]byte, error) {
+func leafTile(ents rbucket, n int64) ([]byte, error) {
 	data := make([]byte, 0, tlog.HashSize<<tileHeight)
 	first := uint64(n)<<tileHeight + 1
 	c := ents.Cursor()
@@ -434,7 +434,7 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	return w.meta.Put(metaIndexed, be64(w.seq))
 }
 
-func readHash(b *bolt.Bucket, key []byte) (entry.Hash, bool) {
+func readHash(b getter, key []byte) (entry.Hash, bool) {
 	var h entry.Hash
 	v := b.Get(key)
 	if len(v) != len(h) {

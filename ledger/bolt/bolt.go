@@ -16,6 +16,9 @@
 //
 // Corruption never panics: bbolt can panic on a damaged file; every read
 // recovers such a panic and returns an error wrapping ledger.ErrCorrupt.
+// The damage no recover catches (a page cycle: endless recursion in bbolt)
+// is kept from bbolt by a page check: of the whole file at Open with
+// Options.CheckPages, else of each page a view reads (see Options).
 //
 // A view is a bbolt read transaction. Hold it briefly: a commit that must
 // grow the file past its memory map waits until every open view of the
@@ -54,10 +57,20 @@ const (
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
 	// CheckPages walks every page of the file's B+trees before Open returns
-	// (see checkPages): a corrupted file then fails with ledger.ErrCorrupt instead
-	// of sending bbolt into an unbounded recursion, a fatal stack overflow
-	// that no recover can catch. It costs one read of every page in use;
-	// verify and export set it. Check always walks the pages first.
+	// (see checkPages): a corrupted file then fails with ledger.ErrCorrupt
+	// instead of sending bbolt into an unbounded recursion, a fatal stack
+	// overflow that no recover can catch, and views then read through
+	// bbolt. It costs one read of every page in use: for callers that read
+	// everything anyway (verify, export, a server at start-up).
+	//
+	// Without it, Open checks only the few pages it reads itself (the root
+	// and meta trees), and every view reads the pages it visits through its
+	// own code, checking each one before use (guard.go): a point read (one
+	// entry, a page of log, a proof) costs a few pages whatever the size of
+	// the file, and a damaged page on its path gives an error wrapping
+	// ledger.ErrCorrupt naming the bucket and the page. Appends still go
+	// through bbolt unchecked, as does the upgrade of a file of an earlier
+	// format. Check always walks the pages first.
 	CheckPages bool
 
 	// ReadOnly opens the file with a shared lock for readers (verify, show,
@@ -136,6 +149,12 @@ type Driver struct {
 	// old counts files replaced by a compaction whose close (waiting for
 	// the views still reading them) is under way.
 	old sync.WaitGroup
+	// gdb is the file Open opened when it did not walk its pages, and gfile
+	// the same file for the guarded reads of its views (guard.go); a file a
+	// compaction wrote is read through bbolt.
+	gdb    *bolt.DB
+	gfile  *os.File
+	gcache *pageCache // pages checked by earlier views, for a read-only file
 
 	// wmu serializes Append and the compaction after it.
 	wmu       sync.Mutex
@@ -220,23 +239,21 @@ func OpenDriver(path string, opts *Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{path: path, db: db, readOnly: o.ReadOnly, indexBatch: uint64(o.IndexBatch), timeout: o.Timeout}
-	if o.CheckPages {
-		if err := d.checkPages(); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("ledger %s: %w", path, err)
-		}
+	if err := d.guard(o.CheckPages); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if err := d.read(func(tx *bolt.Tx) error {
 		origin, err := checkMeta(tx)
 		d.origin = origin
 		return err
 	}); err != nil {
-		db.Close()
+		d.closeFiles()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	}
 	if !d.readOnly {
 		if err := d.upgrade(); err != nil {
-			db.Close()
+			d.closeFiles()
 			return nil, fmt.Errorf("ledger %s: upgrade to format %d: %w", path, FormatVersion, err)
 		}
 	}
@@ -551,7 +568,7 @@ func rebuildTiles(tx *bolt.Tx, head, version uint64) error {
 	if err := putTiles(tiles, 0, all); err != nil {
 		return err
 	}
-	read := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, ents, head, idx) })
+	read := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, boltBucket{ents}, head, idx) })
 	const chunk = 4096
 	idx := make([]int64, 0, chunk)
 	for x := 0; x < len(all); x += chunk {
@@ -736,7 +753,16 @@ func (d *Driver) Close() error {
 	d.old.Wait()
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	return d.db.Close()
+	return d.closeFiles()
+}
+
+// closeFiles closes the bbolt file and the guarded reads' handle.
+func (d *Driver) closeFiles() error {
+	err := d.db.Close()
+	if d.gfile != nil {
+		d.gfile.Close()
+	}
+	return err
 }
 
 // current returns the open file.
@@ -763,7 +789,7 @@ func recoverCorrupt(err *error) {
 	}
 }
 
-func readHead(m *bolt.Bucket) (uint64, entry.Hash, error) {
+func readHead(m getter) (uint64, entry.Hash, error) {
 	var h entry.Hash
 	if m == nil {
 		return 0, h, fmt.Errorf("%w: meta bucket missing", ledger.ErrCorrupt)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
-	bolt "go.etcd.io/bbolt"
 )
 
 // findLimited is Find for q.Limit > 0. In the view's transaction it walks
@@ -102,7 +101,7 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 			_, err := seqRange(lo, hi)
 			return err
 		}
-		b := v.tx.Bucket(idx)
+		b := v.bucket(idx)
 		if b == nil {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
 		}
@@ -142,7 +141,7 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 // walkPrefix confirms, in seq order (descending when newest), the seqs
 // lo..hi of the index keys prefix || be64(seq). Keys of other lengths
 // (another value sharing the prefix) are skipped.
-func walkPrefix(c *bolt.Cursor, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
+func walkPrefix(c cursor, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
 	want := len(prefix) + 8
 	var k []byte
 	step := c.Next
@@ -178,7 +177,7 @@ func walkPrefix(c *bolt.Cursor, prefix []byte, lo, hi uint64, newest bool, confi
 // lo..hi of the time index between q.Since and q.Until. It starts at the
 // time of the bounding entry (lo, or hi when newest), as times never
 // decrease along the chain.
-func walkTime(c *bolt.Cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry.Entry, error), confirm func(uint64) (bool, error)) (bool, error) {
+func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry.Entry, error), confirm func(uint64) (bool, error)) (bool, error) {
 	var sinceKey, untilKey []byte
 	if !q.Since.IsZero() {
 		sinceKey = timeKey(q.Since.UTC())

@@ -9,7 +9,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
-	bolt "go.etcd.io/bbolt"
 )
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
@@ -115,7 +114,7 @@ var secondaryIndexes = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork,
 
 // readIndexed returns the seq through which the secondary indexes are
 // complete, given the head seq. A version 1 file is complete through head.
-func readIndexed(m *bolt.Bucket, head uint64) (uint64, error) {
+func readIndexed(m getter, head uint64) (uint64, error) {
 	v := m.Get(metaIndexed)
 	if v == nil {
 		if ver := m.Get(metaVersion); len(ver) == 8 && binary.BigEndian.Uint64(ver) == formatVersion1 {

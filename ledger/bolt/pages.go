@@ -37,10 +37,17 @@ const (
 // elements inside itself, and trees are at most maxTreeDepth deep. The cost
 // is one read of every page in use.
 func checkPages(r io.ReaderAt, tx *bolt.Tx, pageSize int) error {
+	return checkPagesOf(r, tx, pageSize, nil)
+}
+
+// checkPagesOf is checkPages for the root bucket's tree and the trees of
+// the buckets named in only (every bucket when only is nil). A guarded
+// Open checks the root and meta trees so, a few pages.
+func checkPagesOf(r io.ReaderAt, tx *bolt.Tx, pageSize int, only map[string]bool) error {
 	if pageSize < 1024 || pageSize > 1<<16 {
 		return fmt.Errorf("%w: page size %d", ledger.ErrCorrupt, pageSize)
 	}
-	w := &pageWalker{r: r, ps: uint64(pageSize), hw: uint64(tx.Size()) / uint64(pageSize)}
+	w := &pageWalker{r: r, ps: uint64(pageSize), hw: uint64(tx.Size()) / uint64(pageSize), only: only}
 	w.seen = make([]uint64, w.hw/64+1)
 	root, err := w.metaRoot(uint64(tx.ID()))
 	if err != nil {
@@ -54,6 +61,7 @@ type pageWalker struct {
 	ps   uint64   // page size
 	hw   uint64   // first page id past the data in use
 	seen []uint64 // bitset of page ids reached
+	only map[string]bool
 }
 
 func (w *pageWalker) corrupt(format string, args ...any) error {
@@ -129,10 +137,23 @@ func (w *pageWalker) walk(id uint64, depth int, where string) error {
 // elements checks that count elements and the keys (and values) they point
 // at lie inside page.
 func (w *pageWalker) elements(page []byte, count, id uint64, where string) error {
-	if pageHeaderSize+count*pageElementSize > uint64(len(page)) {
-		return w.corrupt("%s: page %d: %d elements do not fit", where, id, count)
+	if i, ok := checkElements(page, count, binary.LittleEndian.Uint16(page[8:]) == leafPageFlag); !ok {
+		if i == count {
+			return w.corrupt("%s: page %d: %d elements do not fit", where, id, count)
+		}
+		return w.corrupt("%s: page %d element %d points outside the page", where, id, i)
 	}
-	leaf := binary.LittleEndian.Uint16(page[8:]) == leafPageFlag
+	return nil
+}
+
+// checkElements reports whether count elements of a branch or leaf page
+// (page starts with its header) and the keys and values they point at lie
+// inside page. When they do not, i is the first element that does not, or
+// count when the elements themselves do not fit.
+func checkElements(page []byte, count uint64, leaf bool) (i uint64, ok bool) {
+	if pageHeaderSize+count*pageElementSize > uint64(len(page)) {
+		return count, false
+	}
 	for i := uint64(0); i < count; i++ {
 		at := pageHeaderSize + i*pageElementSize
 		e := page[at:]
@@ -142,10 +163,10 @@ func (w *pageWalker) elements(page []byte, count, id uint64, where string) error
 			pos, ksize, vsize = uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:])), uint64(binary.LittleEndian.Uint32(e[12:]))
 		}
 		if at+pos+ksize+vsize > uint64(len(page)) {
-			return w.corrupt("%s: page %d element %d points outside the page", where, id, i)
+			return i, false
 		}
 	}
-	return nil
+	return 0, true
 }
 
 // leaf checks a leaf page and descends into the buckets it holds.
@@ -166,6 +187,9 @@ func (w *pageWalker) leaf(page []byte, count, id uint64, depth int, where string
 			return w.corrupt("bucket %q: header is %d bytes", name, len(v))
 		}
 		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			if w.only != nil && !w.only[name] {
+				continue
+			}
 			if err := w.walk(root, depth+1, fmt.Sprintf("bucket %q", name)); err != nil {
 				return err
 			}
@@ -198,4 +222,33 @@ func (d *Driver) checkPages() error {
 	defer f.Close()
 	db := d.current()
 	return d.read(func(tx *bolt.Tx) error { return checkPages(f, tx, db.Info().PageSize) })
+}
+
+// guard prepares Open's file for reading: with walk, every page is checked
+// now (checkPages) and views read through bbolt; without, only the root
+// and meta trees are (the few pages Open itself reads through bbolt) and
+// views read their pages through a pager on a second handle of the same
+// file (guard.go), so no read costs O(file). The handle is opened under
+// the lock Open holds, so it is the file bbolt has open: a file is only
+// ever replaced by a compaction, which needs the exclusive lock.
+func (d *Driver) guard(walk bool) error {
+	if walk {
+		return d.checkPages()
+	}
+	f, err := os.Open(d.path)
+	if err != nil {
+		return err
+	}
+	db := d.current()
+	if err := d.read(func(tx *bolt.Tx) error {
+		return checkPagesOf(f, tx, db.Info().PageSize, map[string]bool{string(bucketMeta): true})
+	}); err != nil {
+		f.Close()
+		return err
+	}
+	d.gdb, d.gfile = db, f
+	if d.readOnly {
+		d.gcache = &pageCache{}
+	}
+	return nil
 }

@@ -26,7 +26,8 @@ func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
 	}
 	defer recoverCorrupt(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	tx, err := d.current().Begin(false)
+	db := d.current()
+	tx, err := db.Begin(false)
 	if err != nil {
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 			return nil, ledger.ErrClosed
@@ -34,6 +35,9 @@ func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
 		return nil, err
 	}
 	v := &view{tx: tx}
+	if db == d.gdb {
+		v.g = newPager(d.gfile, tx, db.Info().PageSize, d.gcache)
+	}
 	if err := v.init(d); err != nil {
 		tx.Rollback()
 		return nil, err
@@ -46,35 +50,58 @@ func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
 type view struct {
 	mu   sync.Mutex
 	tx   *bolt.Tx
+	g    *pager // reads the pages itself when the file was not walked at Open (guard.go)
 	head entry.Head
 	// buckets; idm is nil in a read-only view of a file before format 3;
 	// tree is set in one before format 4, tiles in the others; idxBlob is
 	// nil before format 5 (blobs keyed by their SHA-256).
-	meta, entries, blobs, idxBlob, tree, tiles, accepted, blocked, redacted, idm *bolt.Bucket
+	meta, entries, blobs, idxBlob, tree, tiles, accepted, blocked, redacted, idm rbucket
+}
+
+// bucket returns the top-level bucket name, guarded or bbolt's; nil when
+// there is none.
+func (v *view) bucket(name []byte) rbucket {
+	if v.g != nil {
+		if b := v.g.bucket(name); b != nil {
+			return b
+		}
+		return nil
+	}
+	if b := v.tx.Bucket(name); b != nil {
+		return boltBucket{b}
+	}
+	return nil
 }
 
 func (v *view) init(d *Driver) error {
-	tx := v.tx
-	v.meta, v.idm = tx.Bucket(bucketMeta), tx.Bucket(bucketIdxIdem)
+	err := v.initBuckets(d)
+	if v.g != nil && v.g.err != nil {
+		return v.g.take()
+	}
+	return err
+}
+
+func (v *view) initBuckets(d *Driver) error {
+	v.meta, v.idm = v.bucket(bucketMeta), v.bucket(bucketIdxIdem)
 	var version uint64
 	if v.meta != nil {
 		version = seqOf(v.meta.Get(metaVersion))
 	}
 	for _, name := range bucketsOf(version) {
-		if tx.Bucket(name) == nil {
+		if v.bucket(name) == nil {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
 	}
-	v.entries, v.blobs = tx.Bucket(bucketEntries), tx.Bucket(bucketBlobs)
+	v.entries, v.blobs = v.bucket(bucketEntries), v.bucket(bucketBlobs)
 	if version >= 5 {
-		v.idxBlob = tx.Bucket(bucketIdxBlob)
+		v.idxBlob = v.bucket(bucketIdxBlob)
 	}
 	if version < 4 {
-		v.tree = tx.Bucket(bucketTree)
+		v.tree = v.bucket(bucketTree)
 	} else {
-		v.tiles = tx.Bucket(bucketTiles)
+		v.tiles = v.bucket(bucketTiles)
 	}
-	v.accepted, v.blocked, v.redacted = tx.Bucket(bucketIdxAccept), tx.Bucket(bucketBlocked), tx.Bucket(bucketRedacted)
+	v.accepted, v.blocked, v.redacted = v.bucket(bucketIdxAccept), v.bucket(bucketBlocked), v.bucket(bucketRedacted)
 	seq, hash, err := readHead(v.meta)
 	if err != nil {
 		return err
@@ -105,6 +132,8 @@ func (v *view) init(d *Driver) error {
 }
 
 // do runs fn under the view's lock, turning a bbolt panic into ErrCorrupt.
+// A damaged page a guarded read met is the error, whatever fn made of the
+// read's empty answer.
 func (v *view) do(fn func() error) (err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -113,7 +142,15 @@ func (v *view) do(fn func() error) (err error) {
 	}
 	defer recoverCorrupt(&err)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return fn()
+	if v.g == nil {
+		return fn()
+	}
+	v.g.take()
+	err = fn()
+	if gerr := v.g.take(); gerr != nil {
+		return gerr
+	}
+	return err
 }
 
 func (v *view) Close() error {
@@ -145,7 +182,7 @@ func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
 	return a, ok, err
 }
 
-func readAccept(b *bolt.Bucket, s, name string) (entry.Accept, bool, error) {
+func readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
 	if b == nil { // a read-only view of a file before format 3
 		return entry.Accept{}, false, nil
 	}
@@ -294,7 +331,7 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 		idx = bucketIdxTime
 	}
 	err = v.do(func() error {
-		b := v.tx.Bucket(idx)
+		b := v.bucket(idx)
 		if b == nil {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
 		}
