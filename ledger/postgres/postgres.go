@@ -53,6 +53,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -157,6 +158,10 @@ type Driver struct {
 	mu     sync.Mutex
 	closed bool
 	views  map[*view]struct{}
+
+	stats struct {
+		appends, conflicts, unknown atomic.Uint64
+	}
 
 	// The eraser (erase.go): started by the first erasure, stopped by
 	// Close.
@@ -336,6 +341,25 @@ CREATE TABLE IF NOT EXISTS govledger.schema_version (
 		}
 	}
 	return nil
+}
+
+// Stats are counters of a Driver's appends since Open.
+type Stats struct {
+	// Appends counts the commits sent (Append calls that reached the
+	// database).
+	Appends uint64
+	// Conflicts counts the commits refused because another writer moved
+	// the head first (ledger.ErrConflict): with several replicas, the
+	// commits built again.
+	Conflicts uint64
+	// Unknown counts the commits whose answer was lost (a broken
+	// connection, a server restarting), resolved by reading the head.
+	Unknown uint64
+}
+
+// Stats returns the driver's counters.
+func (d *Driver) Stats() Stats {
+	return Stats{Appends: d.stats.appends.Load(), Conflicts: d.stats.conflicts.Load(), Unknown: d.stats.unknown.Load()}
 }
 
 // Origin is the ledger's identity, fixed when it was created.
