@@ -45,13 +45,25 @@ func (d *Driver) Append(ctx context.Context, b *Batch) error {
 	if closed {
 		return ledger.ErrClosed
 	}
+	return d.commit(ctx, b, nil)
+}
+
+// commit sends b's statements as one pipeline: on a connection from the
+// pool (one implicit transaction), or with v, on the locked view's
+// connection inside its transaction, followed by COMMIT.
+func (d *Driver) commit(ctx context.Context, b *Batch, v *view) error {
 	q, err := batchRows(b)
 	if err != nil {
 		return err
 	}
 	d.stats.appends.Add(1)
 	var xid int64
-	err = d.send(ctx, q, &xid)
+	if v != nil {
+		q.Queue(`COMMIT`)
+		err = send(ctx, v.conn.SendBatch(ctx, q), q, &xid)
+	} else {
+		err = send(ctx, d.pool.SendBatch(ctx, q), q, &xid)
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
@@ -74,16 +86,47 @@ func (d *Driver) Append(ctx context.Context, b *Batch) error {
 	return nil
 }
 
+// Lock implements ledger.Locker: a view of the stored head that holds the
+// head row's lock (a READ COMMITTED transaction that took it with SELECT
+// … FOR UPDATE: while it holds the lock no other writer commits, so every
+// read answers as of the head). Its Append stores a batch built on it and
+// commits; Close without Append rolls back. Either releases the lock.
+func (d *Driver) Lock(ctx context.Context) (ledger.LockedView, error) {
+	if d.opts.ReadOnly {
+		return nil, ledger.ErrReadOnly
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, ledger.ErrClosed
+	}
+	return d.open(ctx, true)
+}
+
+// Append stores b, built on the locked view v, and commits. It fails
+// (ledger.ErrReadOnly) on a view that is not locked.
+func (v *view) Append(ctx context.Context, b *Batch) error {
+	if !v.locked {
+		return fmt.Errorf("postgres: append on a view that does not hold the head: %w", ledger.ErrReadOnly)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return fmt.Errorf("postgres: append: view %w", ledger.ErrClosed)
+	}
+	return v.d.commit(ctx, b, v)
+}
+
 // SQLSTATEs govledger.advance raises (migrations/002_advance.sql).
 const (
 	codeConflict = "GL409" // the head moved
 	codeNoHead   = "GL500" // the head row is missing
 )
 
-// send runs q, whose statements are the guard, then (when xid is asked
-// for and the batch erases) the transaction id query, then inserts.
-func (d *Driver) send(ctx context.Context, q *pgx.Batch, xid *int64) error {
-	br := d.pool.SendBatch(ctx, q)
+// send reads the results of q, sent as br: the guard, then (when the
+// batch erases) the transaction id into xid, then the inserts.
+func send(ctx context.Context, br pgx.BatchResults, q *pgx.Batch, xid *int64) error {
 	var err error
 	for i, qq := range q.QueuedQueries {
 		if i == 1 && strings.HasPrefix(qq.SQL, sqlXid) {

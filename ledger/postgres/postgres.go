@@ -169,9 +169,14 @@ type Driver struct {
 	eraseCtx    context.Context
 	eraseCancel context.CancelFunc
 	eraseWG     sync.WaitGroup
+
+	bg sync.WaitGroup // views ending in the background
 }
 
-var _ ledger.Driver = (*Driver)(nil)
+var (
+	_ ledger.Driver = (*Driver)(nil)
+	_ ledger.Locker = (*Driver)(nil)
+)
 
 // Open connects to the database dsn names (a postgres:// URL or a libpq
 // key=value string), brings its schema up to this build's version unless
@@ -383,6 +388,7 @@ func (d *Driver) Close() error {
 	}
 	d.eraseCancel()
 	d.eraseWG.Wait()
+	d.bg.Wait()
 	d.pool.Close()
 	return nil
 }
