@@ -341,6 +341,7 @@ func (l *Ledger) commitLocked(lk Locker, batch []*pending) (b *Batch, _ []*pendi
 	if err != nil {
 		return nil, batch, &fatalError{err}
 	}
+	l.locked.Add(1)
 	// The requests queued while the lock was awaited join the commit.
 	batch = l.takeMore(batch)
 	defer func() {

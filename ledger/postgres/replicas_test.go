@@ -198,3 +198,49 @@ func TestUpgrade(t *testing.T) {
 		t.Fatalf("schema_version = %q (%v), want 2", out, err)
 	}
 }
+
+// TestLockTimeout: a writer that holds the head and goes silent (a
+// machine that died, a process that hangs) does not stop the others for
+// longer than Options.LockTimeout: the server ends its session, another
+// writer's Append goes through, and the silent one's Append fails with
+// ErrUnavailable, storing nothing.
+func TestLockTimeout(t *testing.T) {
+	ctx := context.Background()
+	d, dsn := open(t, &postgres.Options{LockTimeout: 300 * time.Millisecond})
+	appendAll(t, d, snapshots()...)
+	lv, err := d.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lv.Close()
+	mine, _ := build(t, lv, handoff("mine", "a", "b", "", true, []byte("mine")))
+	other := openDSN(t, dsn, nil)
+	done := make(chan error, 1)
+	go func() {
+		v, err := other.View(ctx)
+		if err != nil {
+			done <- err
+			return
+		}
+		b, _, err := tryBuild(v, handoff("other", "a", "b", "", true, []byte("other")))
+		v.Close()
+		if err == nil {
+			err = other.Append(ctx, b)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the other writer's Append = %v, want it stored once the silent writer's session ended", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the other writer still waits for the head after 20s")
+	}
+	if err := lv.Append(ctx, mine); !errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, ledger.ErrOutcomeUnknown) {
+		t.Fatalf("the silent writer's Append = %v, want ErrUnavailable (nothing stored)", err)
+	}
+	if es := checkChain(t, d); len(es) != 3 || es[2].HandoffID.S != "other" {
+		t.Fatalf("chain: %d entries; want the other writer's last", len(es))
+	}
+}

@@ -216,13 +216,18 @@ func (d *Driver) open(ctx context.Context, locked bool) (*view, error) {
 	q := &pgx.Batch{}
 	if locked {
 		q.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+		q.Queue(fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`, max(d.opts.LockTimeout.Milliseconds(), 1)))
 		q.Queue(sqlHead + ` FOR UPDATE`)
 	} else {
 		q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`)
 		q.Queue(sqlHead)
 	}
 	br := conn.SendBatch(ctx, q)
-	_, err = br.Exec()
+	for range q.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		err = wrapErr("view", err)
 	} else {
