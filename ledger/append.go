@@ -233,7 +233,7 @@ func (l *Ledger) commit(batch []*pending) {
 	var b *Batch
 	lk, locking := l.d.(Locker)
 	for attempt := 0; ; attempt++ {
-		if locking && (attempt > 0 || l.contended) {
+		if locking && attempt > 0 {
 			b, batch, err = l.commitLocked(lk, batch)
 		} else {
 			b, err = l.build(batch)
@@ -245,7 +245,6 @@ func (l *Ledger) commit(batch []*pending) {
 			break
 		}
 		l.conflicts.Add(1)
-		l.contended = true
 		if attempt == l.maxRetries {
 			err = fmt.Errorf("%w: %d retries spent", err, l.maxRetries)
 			break
@@ -259,7 +258,6 @@ func (l *Ledger) commit(batch []*pending) {
 	switch {
 	case err == nil:
 		if len(b.Entries) > 0 {
-			l.last = b.Head
 			l.commits.Add(1)
 			l.entries.Add(uint64(len(b.Entries)))
 		}
@@ -330,12 +328,13 @@ type LockedView interface {
 	Append(ctx context.Context, b *Batch) error
 }
 
-// commitLocked builds batch on a locked view and stores it.
-//
-// Writers that conflict once keep conflicting while they are all busy: a
-// ledger whose commit conflicted (contended) builds its next ones on a
-// locked view at once, instead of first losing a build outside the lock,
-// until it finds the head where its own last commit left it.
+// commitLocked builds batch on a locked view and stores it. Only a retry
+// is built so: a commit built outside the lock holds the head only while
+// the store commits it, one built holding it holds it while it is built
+// too, and other writers wait. (Measured with two PostgreSQL replicas,
+// building every commit of a writer that conflicted holding the head, until
+// it found the head where its own last commit left it, was slower than
+// this.)
 func (l *Ledger) commitLocked(lk Locker, batch []*pending) (b *Batch, _ []*pending, err error) {
 	v, err := lk.Lock(context.Background())
 	if err != nil {
@@ -349,11 +348,6 @@ func (l *Ledger) commitLocked(lk Locker, batch []*pending) (b *Batch, _ []*pendi
 			err = cerr
 		}
 	}()
-	if h := v.Head(); h.Seq == l.last.Seq && h.Hash == l.last.Hash {
-		// No other writer appended since this ledger's last commit: the
-		// next commit is built outside the lock again.
-		l.contended = false
-	}
 	b, err = l.buildOn(v, batch)
 	if err != nil || len(b.Entries) == 0 {
 		return b, batch, err

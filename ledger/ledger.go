@@ -89,11 +89,6 @@ type Ledger struct {
 	entries   atomic.Uint64
 	conflicts atomic.Uint64
 	locked    atomic.Uint64
-
-	// The committer's own: the head of its last commit, and whether other
-	// writers of a shared store (a Locker) made its commits conflict.
-	last      entry.Head
-	contended bool
 }
 
 // New returns a Ledger over d. The Ledger owns d: Close closes it.

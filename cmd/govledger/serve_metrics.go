@@ -19,7 +19,7 @@ func registerCommitMetrics(reg prometheus.Registerer, l *ledger.Ledger) error {
 			ConstLabels: prometheus.Labels{"reason": "conflict"}},
 			func() float64 { return float64(l.Stats().Conflicts) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "govledger_commit_locked_total",
-			Help: "Commits built holding the head (after a conflict, while other writers are busy)."},
+			Help: "Commits built again holding the head, after a conflict: the retry that cannot lose."},
 			func() float64 { return float64(l.Stats().Locked) }),
 	}
 	if d, ok := l.Driver().(*postgres.Driver); ok {
