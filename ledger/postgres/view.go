@@ -33,7 +33,8 @@ type view struct {
 	closed bool
 
 	// The answers read so far (Prefetch loads many in one query): the
-	// snapshot never changes, so neither do they.
+	// snapshot never changes, so neither do they (nor, under the head's
+	// lock, do the tables of a locked view: only a commit changes them).
 	cmu    sync.Mutex
 	acc    map[string]answer // accepted handoff ids
 	idem   map[string]answer // idempotency keys
