@@ -226,16 +226,21 @@ func (f *fatalError) Unwrap() error { return f.err }
 
 // commit builds the batch on a view of the stored head, outside any
 // storage lock, and hands it to the driver; on a compare-and-append
-// conflict it builds it again on the new head.
+// conflict it builds it again on the new head: holding the head when the
+// driver is a Locker, so that the retry cannot lose.
 func (l *Ledger) commit(batch []*pending) {
 	var err error
 	var b *Batch
+	lk, locking := l.d.(Locker)
 	for attempt := 0; ; attempt++ {
-		b, err = l.build(batch)
-		if err != nil || len(b.Entries) == 0 {
-			break
+		if locking && attempt > 0 {
+			b, batch, err = l.commitLocked(lk, batch)
+		} else {
+			b, err = l.build(batch)
+			if err == nil && len(b.Entries) > 0 {
+				err = l.d.Append(context.Background(), b)
+			}
 		}
-		err = l.d.Append(context.Background(), b)
 		if !errors.Is(err, ErrConflict) {
 			break
 		}
@@ -301,6 +306,70 @@ type builder struct {
 	// base is the index of the first stored hash of the batch.
 	base  int64
 	items map[uint64]*entry.Entry // the batch's entries by seq
+	// dry: the build only finds the lookups (Ledger.lookups); its entries
+	// are neither encoded nor hashed, nor added to the batch.
+	dry bool
+}
+
+// A Locker is a Driver several writers share (PostgreSQL) that can hold
+// its head for one of them. After a compare-and-append conflict the core
+// builds the commit again on a view from Lock, which no other writer can
+// move until the view's Append or Close: the retry cannot lose. The first
+// attempt is built outside any lock.
+type Locker interface {
+	Lock(ctx context.Context) (LockedView, error)
+}
+
+// A LockedView is a View of the stored head that holds it.
+type LockedView interface {
+	View
+	// Append stores b, built on this view, as Driver.Append does, and
+	// releases the head; Close without Append releases it too.
+	Append(ctx context.Context, b *Batch) error
+}
+
+// commitLocked builds batch on a locked view and stores it. Only a retry
+// is built so: a commit built outside the lock holds the head only while
+// the store commits it, one built holding it holds it while it is built
+// too, and other writers wait. (Measured with two PostgreSQL replicas,
+// building every commit of a writer that conflicted holding the head, until
+// it found the head where its own last commit left it, was slower than
+// this.)
+func (l *Ledger) commitLocked(lk Locker, batch []*pending) (b *Batch, _ []*pending, err error) {
+	v, err := lk.Lock(context.Background())
+	if err != nil {
+		return nil, batch, &fatalError{err}
+	}
+	l.locked.Add(1)
+	// The requests queued while the lock was awaited join the commit.
+	batch = l.takeMore(batch)
+	defer func() {
+		if cerr := v.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	b, err = l.buildOn(v, batch)
+	if err != nil || len(b.Entries) == 0 {
+		return b, batch, err
+	}
+	return b, batch, v.Append(context.Background(), b)
+}
+
+// takeMore adds queued requests to batch, up to Options.MaxBatch.
+func (l *Ledger) takeMore(batch []*pending) []*pending {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := min(len(l.queue), l.maxBatch-len(batch))
+	if n <= 0 {
+		return batch
+	}
+	for _, p := range l.queue[:n] {
+		if p.state.CompareAndSwap(queued, taken) {
+			batch = append(batch, p)
+		}
+	}
+	l.queue = append(l.queue[:0:0], l.queue[n:]...)
+	return batch
 }
 
 // build opens a view, applies every request of batch to a fork of its
@@ -319,9 +388,17 @@ func (l *Ledger) build(batch []*pending) (b *Batch, err error) {
 			err = cerr
 		}
 	}()
-	h := v.Head()
-	bd := &builder{l: l, v: v, st: entry.NewState(h, v), base: tlog.StoredHashIndex(0, int64(h.Seq)),
-		b: &Batch{At: h, Blobs: map[entry.Hash][]byte{}}, items: map[uint64]*entry.Entry{}}
+	return l.buildOn(v, batch)
+}
+
+// buildOn is build on the view v.
+func (l *Ledger) buildOn(v View, batch []*pending) (*Batch, error) {
+	if pf, ok := v.(Prefetcher); ok {
+		if err := pf.Prefetch(context.Background(), l.lookups(v, batch)); err != nil {
+			return nil, &fatalError{err}
+		}
+	}
+	bd := l.builder(v, v)
 	for _, p := range batch {
 		p.res, p.err = bd.apply(p.req)
 		if f := (*fatalError)(nil); errors.As(p.err, &f) {
@@ -333,6 +410,73 @@ func (l *Ledger) build(batch []*pending) (b *Batch, err error) {
 	}
 	bd.b.Head, bd.b.Delta = bd.st.Head, bd.st.Delta
 	return bd.b, nil
+}
+
+// builder returns a builder of a batch on v whose state reads tables.
+func (l *Ledger) builder(v View, tables entry.Tables) *builder {
+	h := v.Head()
+	return &builder{l: l, v: v, st: entry.NewState(h, tables), base: tlog.StoredHashIndex(0, int64(h.Seq)),
+		b: &Batch{At: h, Blobs: map[entry.Hash][]byte{}}, items: map[uint64]*entry.Entry{}}
+}
+
+// A Prefetcher is a View whose reads each cost a round trip to a server
+// (PostgreSQL). Before the core builds a commit on it, it hands Prefetch
+// the lookups the build will make, which Prefetch loads in one read; the
+// view then answers them without a round trip. Lookups Prefetch did not
+// load are read as usual, so a Lookups that misses some only costs time.
+type Prefetcher interface {
+	Prefetch(ctx context.Context, k *Lookups) error
+}
+
+// Lookups are the table lookups and stored tree hashes a commit's build
+// reads.
+type Lookups struct {
+	Accepted, Idempotent, Blocked []string
+	// Hashes are stored hash indexes below the view's head.
+	Hashes []int64
+}
+
+// lookups finds the lookups a build of batch on v makes by building it
+// once on tables that answer every question "none" and record it (the
+// common answer: a new handoff id, a new idempotency key, an agent not
+// blocked). Request.Build may be called more than once; this call's
+// entries are dropped, and the build that follows calls it again. It does
+// not encode or hash the entries: the stored hashes a batch reads below
+// it are those of the perfect subtrees the tree at v's head splits into.
+func (l *Ledger) lookups(v View, batch []*pending) *Lookups {
+	rec := &recordTables{}
+	bd := l.builder(v, rec)
+	bd.dry = true
+	for _, p := range batch {
+		bd.apply(p.req) // errors: the build that follows meets them again
+	}
+	k := &rec.k
+	n := int64(v.Head().Seq)
+	for level, start := 62, int64(0); level >= 0; level-- {
+		if n&(1<<level) != 0 {
+			k.Hashes = append(k.Hashes, tlog.StoredHashIndex(level, start>>level))
+			start += 1 << level
+		}
+	}
+	return k
+}
+
+// recordTables answers every lookup "none" and records it.
+type recordTables struct{ k Lookups }
+
+func (r *recordTables) Accepted(id string) (entry.Accept, bool, error) {
+	r.k.Accepted = append(r.k.Accepted, id)
+	return entry.Accept{}, false, nil
+}
+
+func (r *recordTables) Idempotent(key string) (entry.Accept, bool, error) {
+	r.k.Idempotent = append(r.k.Idempotent, key)
+	return entry.Accept{}, false, nil
+}
+
+func (r *recordTables) Blocked(agent string) (uint64, bool, error) {
+	r.k.Blocked = append(r.k.Blocked, agent)
+	return 0, false, nil
 }
 
 // item is an entry ready to store.
@@ -387,7 +531,7 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 			}
 			e.Lifts = &lifts
 		}
-		it, err := encode(e)
+		it, err := bd.encode(e)
 		if err != nil {
 			return nil, err
 		}
@@ -415,11 +559,11 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 		if e.Kind == entry.KindSnapshot {
 			return nil, fmt.Errorf("%w: snapshot entries come from Request.Snapshots, not Build", entry.ErrMalformed)
 		}
-		it, err := encode(e)
+		it, err := bd.encode(e)
 		if err != nil {
 			return nil, err
 		}
-		if req.Payload != nil {
+		if req.Payload != nil && !bd.dry { // a dry build skips hashing the payload
 			if e.Kind != entry.KindHandoff || *e.PayloadSHA256 != entry.Sum256(req.Payload) || *e.PayloadSize != int64(len(req.Payload)) {
 				return nil, fmt.Errorf("%w: Payload given but the entry's payload_sha256/payload_size do not describe it", entry.ErrMalformed)
 			}
@@ -441,6 +585,10 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 	}
 	res := &Result{}
 	for _, it := range items {
+		if bd.dry {
+			bd.items[it.e.Seq] = it.e
+			continue
+		}
 		if err := bd.add(it); err != nil {
 			return nil, &fatalError{err}
 		}
@@ -449,6 +597,14 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 	bd.b.Erase = append(bd.b.Erase, erase...)
 	bd.st.Merge(st)
 	return res, nil
+}
+
+// encode is encode, or in a dry build an item of e alone (hash zero).
+func (bd *builder) encode(e *entry.Entry) (item, error) {
+	if bd.dry {
+		return item{e: e}, nil
+	}
+	return encode(e)
 }
 
 // add appends one folded entry, its stored tree hashes and its blob to

@@ -88,6 +88,7 @@ type Ledger struct {
 	commits   atomic.Uint64
 	entries   atomic.Uint64
 	conflicts atomic.Uint64
+	locked    atomic.Uint64
 }
 
 // New returns a Ledger over d. The Ledger owns d: Close closes it.
@@ -165,6 +166,7 @@ type Stats struct {
 	Entries   uint64 // entries those commits wrote
 	Queued    int    // requests waiting for a commit now
 	Conflicts uint64 // batches built again after a compare-and-append conflict
+	Locked    uint64 // batches built holding the head of a shared store (a Locker)
 }
 
 // Stats returns the ledger's counters since New.
@@ -172,7 +174,7 @@ func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
 	q := len(l.queue)
 	l.mu.Unlock()
-	return Stats{Commits: l.commits.Load(), Entries: l.entries.Load(), Queued: q, Conflicts: l.conflicts.Load()}
+	return Stats{Commits: l.commits.Load(), Entries: l.entries.Load(), Queued: q, Conflicts: l.conflicts.Load(), Locked: l.locked.Load()}
 }
 
 // view opens a driver view, runs fn on it and closes it.

@@ -148,10 +148,11 @@ func benchServer(c *cli.Context, g *globals, f handoff.Format) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nHTTP to servers on one PostgreSQL database, against HTTP to the bbolt server (goal: 2 replicas >= 0.5x at 64 clients)\n")
-	fmt.Fprintf(w, "%7s %12s %12s %10s %12s %10s %15s\n", "clients", "bbolt HTTP/s", "PG 1 rep/s", "1 rep/bb", "PG 2 reps/s", "2 reps/bb", "2 reps p50/p99")
+	fmt.Fprintf(w, "%7s %12s %12s %10s %12s %10s %15s %17s %14s\n", "clients", "bbolt HTTP/s", "PG 1 rep/s", "1 rep/bb", "PG 2 reps/s", "2 reps/bb", "2 reps p50/p99",
+		"entries/commit 1/2", "2 reps retries")
 	for _, r := range res.Runs {
-		fmt.Fprintf(w, "%7d %12.0f %12.0f %9.2fx %12.0f %9.2fx %6.2f/%6.2fms\n", r.Clients, r.HTTPPerSec, r.PG1PerSec, r.PG1VsBbolt,
-			r.PG2PerSec, r.PG2VsBbolt, r.PG2P50Ms, r.PG2P99Ms)
+		fmt.Fprintf(w, "%7d %12.0f %12.0f %9.2fx %12.0f %9.2fx %6.2f/%6.2fms %8.1f/%8.1f %13.2f\n", r.Clients, r.HTTPPerSec, r.PG1PerSec, r.PG1VsBbolt,
+			r.PG2PerSec, r.PG2VsBbolt, r.PG2P50Ms, r.PG2P99Ms, r.PG1EntriesPerCommit, r.PG2EntriesPerCommit, r.PG2ConflictsPerCommit)
 	}
 	return nil
 }

@@ -159,6 +159,9 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics, err := server.NewMetrics(reg)
+	if err == nil {
+		err = registerCommitMetrics(reg, l)
+	}
 	if err != nil {
 		return internalErr(err)
 	}

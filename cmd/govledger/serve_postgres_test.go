@@ -160,6 +160,15 @@ func TestServePostgresReplicas(t *testing.T) {
 		}
 		submit(0, replicas[0], key, b)
 	}
+	// The commit counters of a shared database, on each replica.
+	for i, s := range replicas {
+		m := string(e.do(s, "GET", "/metrics", "", nil).body)
+		for _, name := range []string{`govledger_commit_retries_total{reason="conflict"} `, "govledger_commit_locked_total ", "govledger_commit_answers_lost_total "} {
+			if !strings.Contains(m, "\n"+name) {
+				t.Errorf("replica %d: /metrics lacks %s", i, name)
+			}
+		}
+	}
 	for _, s := range replicas {
 		if code := s.stop(); code != 0 {
 			t.Errorf("stop: exit %d", code)

@@ -602,8 +602,11 @@ func testConflict(t *testing.T, s Store) {
 		return nil
 	}
 	res := appendOK(t, la, req)
-	if !slices.Equal(calls, []bool{false, true}) {
-		t.Errorf("A's Build calls saw x accepted = %v, want [false true] (decided again after the conflict)", calls)
+	// A driver may have the core call Build more than once per attempt
+	// (ledger.Prefetcher); every call before the conflict saw the old
+	// state, the last one the new state.
+	if len(calls) < 2 || calls[0] || !calls[len(calls)-1] {
+		t.Errorf("A's Build calls saw x accepted = %v, want false before the conflict, then true (decided again after the conflict)", calls)
 	}
 	if st := la.Stats(); st.Conflicts != 1 {
 		t.Errorf("A's Stats().Conflicts = %d, want 1", st.Conflicts)

@@ -3,11 +3,14 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/entry"
@@ -16,13 +19,17 @@ import (
 
 // Append stores b in one transaction if the stored head is still b.At.
 //
-// It locks the head row, compares, and sends every insert and the head's
-// update in one pipelined round trip before COMMIT. A head that moved
-// rolls back and returns an error wrapping ledger.ErrConflict. When the
-// answer to COMMIT is lost (the connection broke), Append reconnects and
-// reads the head to find out whether the batch landed, for up to
-// Options.Timeout; if it cannot tell, the error wraps ErrOutcomeUnknown.
-// Errors before COMMIT was sent store nothing.
+// The whole commit is one round trip: one pipeline of statements that
+// PostgreSQL runs as one implicit transaction, committed when the
+// pipeline ends. Its first statement, govledger.advance, takes the head
+// row's lock (waiting for another writer's commit), compares it with
+// b.At and moves it to b.Head; a head that moved raises an error that
+// aborts the transaction before any insert runs, and Append returns an
+// error wrapping ledger.ErrConflict. When the answer is lost (the
+// connection broke), Append reconnects and reads the head to find out
+// whether the batch landed, for up to Options.Timeout; if it cannot tell,
+// the error wraps ErrOutcomeUnknown. An error the server answered stored
+// nothing.
 //
 // When b erases blobs, Append vacuums the blobs table after the commit
 // (VACUUM FULL with Options.VacuumFull) so that the erased rows' bytes
@@ -38,39 +45,39 @@ func (d *Driver) Append(ctx context.Context, b *Batch) error {
 	if closed {
 		return ledger.ErrClosed
 	}
-	rows, err := batchRows(b)
+	return d.commit(ctx, b, nil)
+}
+
+// commit sends b's statements as one pipeline: on a connection from the
+// pool (one implicit transaction), or with v, on the locked view's
+// connection inside its transaction, followed by COMMIT.
+func (d *Driver) commit(ctx context.Context, b *Batch, v *view) error {
+	q, err := batchRows(b)
 	if err != nil {
 		return err
 	}
-	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return wrapErr("append: begin", err)
-	}
-	defer tx.Rollback(context.Background()) // after Commit: a no-op
-	head, _, err := readHead(ctx, tx, true)
-	if err != nil {
-		return fmt.Errorf("append: %w", err)
-	}
-	if head.Seq != b.At.Seq || head.Hash != b.At.Hash {
-		return fmt.Errorf("postgres: stored head is seq %d (%s), the batch extends seq %d (%s): %w",
-			head.Seq, head.Hash, b.At.Seq, b.At.Hash, ledger.ErrConflict)
-	}
+	d.stats.appends.Add(1)
 	var xid int64
-	if len(b.Erase) > 0 {
-		// The erasing transaction's id: snapshots older than it may still
-		// read the erased rows, and VACUUM keeps them until they end.
-		if err := tx.QueryRow(ctx, `SELECT txid_current() % 4294967296`).Scan(&xid); err != nil {
-			return wrapErr("append", err)
-		}
+	if v != nil {
+		q.Queue(`COMMIT`)
+		err = send(ctx, v.conn.SendBatch(ctx, q), q, &xid)
+	} else {
+		err = send(ctx, d.pool.SendBatch(ctx, q), q, &xid)
 	}
-	if err := tx.SendBatch(ctx, rows).Close(); err != nil {
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+	case errors.As(err, &pgErr) && pgErr.Code == codeConflict:
+		d.stats.conflicts.Add(1)
+		return fmt.Errorf("postgres: %s (the batch extends seq %d, %s): %w", pgErr.Message, b.At.Seq, b.At.Hash, ledger.ErrConflict)
+	case errors.As(err, &pgErr) && pgErr.Code == codeNoHead:
+		return fmt.Errorf("postgres: append: head row missing: %w", ledger.ErrCorrupt)
+	case ctx.Err() == nil && !unavailable(err):
+		// The server answered with an error, or pgx refused the batch
+		// before sending it: rolled back.
 		return wrapErr("append", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if ctx.Err() == nil && !unavailable(err) {
-			// The server answered COMMIT with an error: rolled back.
-			return wrapErr("append: commit", err)
-		}
+	default:
+		d.stats.unknown.Add(1)
 		return d.resolve(b, xid, err)
 	}
 	if len(b.Erase) > 0 {
@@ -78,6 +85,68 @@ func (d *Driver) Append(ctx context.Context, b *Batch) error {
 	}
 	return nil
 }
+
+// Lock implements ledger.Locker: a view of the stored head that holds the
+// head row's lock (a READ COMMITTED transaction that took it with SELECT
+// … FOR UPDATE: while it holds the lock no other writer commits, so every
+// read answers as of the head). Its Append stores a batch built on it and
+// commits; Close without Append rolls back. Either releases the lock.
+func (d *Driver) Lock(ctx context.Context) (ledger.LockedView, error) {
+	if d.opts.ReadOnly {
+		return nil, ledger.ErrReadOnly
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, ledger.ErrClosed
+	}
+	return d.open(ctx, true)
+}
+
+// Append stores b, built on the locked view v, and commits. It fails
+// (ledger.ErrReadOnly) on a view that is not locked.
+func (v *view) Append(ctx context.Context, b *Batch) error {
+	if !v.locked {
+		return fmt.Errorf("postgres: append on a view that does not hold the head: %w", ledger.ErrReadOnly)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return fmt.Errorf("postgres: append: view %w", ledger.ErrClosed)
+	}
+	return v.d.commit(ctx, b, v)
+}
+
+// SQLSTATEs govledger.advance raises (migrations/002_advance.sql).
+const (
+	codeConflict = "GL409" // the head moved
+	codeNoHead   = "GL500" // the head row is missing
+)
+
+// send reads the results of q, sent as br: the guard, then (when the
+// batch erases) the transaction id into xid, then the inserts.
+func send(ctx context.Context, br pgx.BatchResults, q *pgx.Batch, xid *int64) error {
+	var err error
+	for i, qq := range q.QueuedQueries {
+		if i == 1 && strings.HasPrefix(qq.SQL, sqlXid) {
+			err = br.QueryRow().Scan(xid)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sqlXid reads the erasing transaction's id: snapshots older than it may
+// still read the erased rows, and VACUUM keeps them until they end.
+const sqlXid = `SELECT txid_current() % 4294967296`
 
 // Batch is ledger.Batch, named here for the doc comments.
 type Batch = ledger.Batch
@@ -193,6 +262,23 @@ func batchRows(b *Batch) (*pgx.Batch, error) {
 		nanos = append(nanos, int32(e.Time.Nanosecond()))
 	}
 	q := &pgx.Batch{}
+	h := &b.Head
+	var man, lock []byte
+	if h.HasManifest {
+		man = h.Manifest[:]
+	}
+	if h.HasLock {
+		lock = h.Lock[:]
+	}
+	ts, tns := time.Time{}.Unix(), int32(0)
+	if h.Seq > 0 {
+		ts, tns = h.Time.Unix(), int32(h.Time.Nanosecond())
+	}
+	q.Queue(`SELECT govledger.advance($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		int64(b.At.Seq), b.At.Hash[:], int64(h.Seq), h.Hash[:], ts, tns, man, lock, []byte(h.Key))
+	if len(b.Erase) > 0 {
+		q.Queue(sqlXid)
+	}
 	if n > 0 {
 		q.Queue(`INSERT INTO govledger.entries
 (seq, raw, hash, handoff_id, handoff_x, workflow_id, workflow_x, source, source_x, target, target_x, decision, time_s, time_ns)
@@ -271,20 +357,6 @@ ON CONFLICT (agent_sha256) DO UPDATE SET seq = excluded.seq`, sums, agents, seqs
 		// tables and the batch disagree, and the insert fails.
 		q.Queue(`INSERT INTO govledger.`+t.table+` SELECT * FROM unnest($1::bytea[], $2::bigint[], $3::bytea[])`, sums, seqs, payloads)
 	}
-	h := &b.Head
-	var man, lock []byte
-	if h.HasManifest {
-		man = h.Manifest[:]
-	}
-	if h.HasLock {
-		lock = h.Lock[:]
-	}
-	ts, tns := time.Time{}.Unix(), int32(0)
-	if h.Seq > 0 {
-		ts, tns = h.Time.Unix(), int32(h.Time.Nanosecond())
-	}
-	q.Queue(`UPDATE govledger.head SET seq = $1, hash = $2, time_s = $3, time_ns = $4, manifest = $5, lock = $6, key = $7 WHERE id = 1`,
-		int64(h.Seq), h.Hash[:], ts, tns, man, lock, []byte(h.Key))
 	return q, nil
 }
 

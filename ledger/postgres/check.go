@@ -80,7 +80,7 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 }
 
 func (c *checker) run() error {
-	head, origin, herr := readHead(c.ctx, c.tx, false)
+	head, origin, herr := readHead(c.ctx, c.tx)
 	if errors.Is(herr, ledger.ErrCorrupt) {
 		c.add(0, ledger.FindMetaHead, "one well-formed head row", herr.Error())
 	} else if herr != nil {

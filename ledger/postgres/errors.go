@@ -52,6 +52,7 @@ func unavailable(err error) bool {
 			pgErr.Code == "57P02",               // crash_shutdown
 			pgErr.Code == "57P03",               // cannot_connect_now
 			pgErr.Code == "57P05",               // idle_session_timeout
+			pgErr.Code == "25P03",               // idle_in_transaction_session_timeout
 			pgErr.Code == "25006":               // read_only_sql_transaction: a standby
 			return true
 		}

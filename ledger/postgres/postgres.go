@@ -13,20 +13,31 @@
 //
 // # Sequencing
 //
-// Append is one transaction: it locks the head row (SELECT … FOR UPDATE),
-// compares its seq and hash with the batch's At, and only then inserts the
-// entries, blobs, tree hashes and table changes and moves the head, so two
-// writers (two processes, two machines) can never fork the chain or leave
-// a gap: the second waits for the first's lock, sees a head that moved,
-// stores nothing and returns an error wrapping ledger.ErrConflict. A
-// commit returns after PostgreSQL flushed its WAL (synchronous_commit is
-// forced on for the driver's sessions).
+// Append is one transaction sent in one round trip (one pipeline, run by
+// PostgreSQL as one implicit transaction): govledger.advance (migration
+// 002) locks the head row, compares its seq and hash with the batch's At
+// and moves it, and only then are the entries, blobs, tree hashes and
+// table changes inserted, so two writers (two processes, two machines)
+// can never fork the chain or leave a gap: the second waits for the
+// first's lock, sees a head that moved, stores nothing and returns an
+// error wrapping ledger.ErrConflict. A commit returns after PostgreSQL
+// flushed its WAL (synchronous_commit is forced on for the driver's
+// sessions).
+//
+// The driver is a ledger.Locker: Lock returns a view that holds the head
+// row's lock (SELECT … FOR UPDATE in a READ COMMITTED transaction), on
+// which the core builds a commit again after a conflict, so that the
+// retry cannot lose; its Append commits the batch in the same
+// transaction.
 //
 // # Views
 //
 // A View is a REPEATABLE READ, READ ONLY transaction on a connection of its
-// own: every read of the view, of any table, answers from one snapshot
-// taken when the view opened. Reads bounded by the head seq alone would
+// own, begun together with the head's read in one round trip and ended in
+// the background: every read of the view, of any table, answers from one
+// snapshot taken when the view opened. It is a ledger.Prefetcher: the
+// lookups of a commit's build are read in one query, and it remembers
+// every answer. Reads bounded by the head seq alone would
 // not be consistent: the tables the state fold reads (blocked, accepted,
 // idempotency) and the blobs change in place. A view holds a pooled
 // connection until it is closed, and its snapshot holds back VACUUM.
@@ -53,6 +64,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -101,6 +113,12 @@ type Options struct {
 	// Entry, Blob, ...) and the time Append spends finding out whether a
 	// commit whose answer was lost landed (default 30s).
 	Timeout time.Duration
+	// LockTimeout bounds how long a view from Lock may hold the head row
+	// idle between its statements (default 10s): the server ends a
+	// session past it (idle_in_transaction_session_timeout), so that a
+	// writer whose machine died or hangs while it holds the head does not
+	// stop every other writer. Its Append then fails with ErrUnavailable.
+	LockTimeout time.Duration
 	// VacuumFull makes an Append that erases blobs rewrite the blobs table
 	// (VACUUM FULL) instead of vacuuming it: the erased bytes then leave
 	// the data files too, at the price of an exclusive lock on the table
@@ -114,13 +132,13 @@ type Options struct {
 }
 
 func (o Options) String() string {
-	return fmt.Sprintf("{Origin: %q, NoCreate: %t, ReadOnly: %t, MaxConns: %d, Timeout: %s, VacuumFull: %t}",
-		o.Origin, o.NoCreate, o.ReadOnly, o.MaxConns, o.Timeout, o.VacuumFull)
+	return fmt.Sprintf("{Origin: %q, NoCreate: %t, ReadOnly: %t, MaxConns: %d, Timeout: %s, LockTimeout: %s, VacuumFull: %t}",
+		o.Origin, o.NoCreate, o.ReadOnly, o.MaxConns, o.Timeout, o.LockTimeout, o.VacuumFull)
 }
 
 func (o *Options) valid() error {
-	if o.MaxConns < 0 || o.Timeout < 0 {
-		return fmt.Errorf("%w: MaxConns and Timeout must not be negative", ledger.ErrBadOptions)
+	if o.MaxConns < 0 || o.Timeout < 0 || o.LockTimeout < 0 {
+		return fmt.Errorf("%w: MaxConns, Timeout and LockTimeout must not be negative", ledger.ErrBadOptions)
 	}
 	if o.NoCreate && o.Origin != "" {
 		return fmt.Errorf("%w: Origin names a new ledger, NoCreate forbids one", ledger.ErrBadOptions)
@@ -158,15 +176,24 @@ type Driver struct {
 	closed bool
 	views  map[*view]struct{}
 
+	stats struct {
+		appends, conflicts, unknown atomic.Uint64
+	}
+
 	// The eraser (erase.go): started by the first erasure, stopped by
 	// Close.
 	erase       eraser
 	eraseCtx    context.Context
 	eraseCancel context.CancelFunc
 	eraseWG     sync.WaitGroup
+
+	bg sync.WaitGroup // views ending in the background
 }
 
-var _ ledger.Driver = (*Driver)(nil)
+var (
+	_ ledger.Driver = (*Driver)(nil)
+	_ ledger.Locker = (*Driver)(nil)
+)
 
 // Open connects to the database dsn names (a postgres:// URL or a libpq
 // key=value string), brings its schema up to this build's version unless
@@ -187,6 +214,9 @@ func Open(ctx context.Context, dsn string, o *Options) (*Driver, error) {
 	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 30 * time.Second
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 10 * time.Second
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -338,6 +368,25 @@ CREATE TABLE IF NOT EXISTS govledger.schema_version (
 	return nil
 }
 
+// Stats are counters of a Driver's appends since Open.
+type Stats struct {
+	// Appends counts the commits sent (Append calls that reached the
+	// database).
+	Appends uint64
+	// Conflicts counts the commits refused because another writer moved
+	// the head first (ledger.ErrConflict): with several replicas, the
+	// commits built again.
+	Conflicts uint64
+	// Unknown counts the commits whose answer was lost (a broken
+	// connection, a server restarting), resolved by reading the head.
+	Unknown uint64
+}
+
+// Stats returns the driver's counters.
+func (d *Driver) Stats() Stats {
+	return Stats{Appends: d.stats.appends.Load(), Conflicts: d.stats.conflicts.Load(), Unknown: d.stats.unknown.Load()}
+}
+
 // Origin is the ledger's identity, fixed when it was created.
 func (d *Driver) Origin() string { return d.origin }
 
@@ -359,6 +408,7 @@ func (d *Driver) Close() error {
 	}
 	d.eraseCancel()
 	d.eraseWG.Wait()
+	d.bg.Wait()
 	d.pool.Close()
 	return nil
 }

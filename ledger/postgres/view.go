@@ -19,17 +19,176 @@ import (
 )
 
 // view is a REPEATABLE READ READ ONLY transaction on a connection of its
-// own. A pgx connection serves one query at a time: mu serialises the
+// own, or (locked) a READ COMMITTED transaction holding the head row's
+// lock. A pgx connection serves one query at a time: mu serialises the
 // view's reads, and Scan holds it only while it fetches a chunk, so fn may
 // read the view too.
 type view struct {
-	d    *Driver
-	head entry.Head
+	d      *Driver
+	head   entry.Head
+	locked bool
 
 	mu     sync.Mutex
 	conn   *pgxpool.Conn
-	tx     pgx.Tx
 	closed bool
+
+	// The answers read so far (Prefetch loads many in one query): the
+	// snapshot never changes, so neither do they (nor, under the head's
+	// lock, do the tables of a locked view: only a commit changes them).
+	cmu    sync.Mutex
+	acc    map[string]answer // accepted handoff ids
+	idem   map[string]answer // idempotency keys
+	blk    map[string]answer // blocked agents (Payload unused)
+	hashes map[int64]tlog.Hash
+}
+
+// answer is a table lookup's result.
+type answer struct {
+	entry.Accept
+	ok bool
+}
+
+var _ ledger.Prefetcher = (*view)(nil)
+
+// cached returns m's answer for key, if read before.
+func (v *view) cached(m *map[string]answer, key string) (answer, bool) {
+	v.cmu.Lock()
+	defer v.cmu.Unlock()
+	a, ok := (*m)[key]
+	return a, ok
+}
+
+func (v *view) remember(m *map[string]answer, key string, a answer) {
+	v.cmu.Lock()
+	defer v.cmu.Unlock()
+	if *m == nil {
+		*m = map[string]answer{}
+	}
+	(*m)[key] = a
+}
+
+// Prefetch implements ledger.Prefetcher: it reads the answers to every
+// lookup of k in one query, and remembers them.
+func (v *view) Prefetch(ctx context.Context, k *ledger.Lookups) error {
+	sums := func(keys []string) ([][]byte, map[entry.Hash]string) {
+		out := make([][]byte, 0, len(keys))
+		by := make(map[entry.Hash]string, len(keys))
+		for _, key := range keys {
+			s := entry.Sum256([]byte(key))
+			if _, dup := by[s]; !dup {
+				by[s] = key
+				out = append(out, s[:])
+			}
+		}
+		return out, by
+	}
+	accS, accK := sums(k.Accepted)
+	idemS, idemK := sums(k.Idempotent)
+	blkS, blkK := sums(k.Blocked)
+	limit := tlog.StoredHashIndex(0, int64(v.head.Seq))
+	var idx []int64
+	for _, i := range k.Hashes {
+		if i >= 0 && i < limit {
+			idx = append(idx, i)
+		}
+	}
+	type row struct {
+		kind         int16
+		sum          []byte
+		seq          int64
+		bytes, agent []byte
+	}
+	var rows []row
+	err := v.query(ctx, "prefetch", func(ctx context.Context, tx querier) error {
+		rs, err := tx.Query(ctx, `SELECT 1::smallint, id_sha256, seq, payload, NULL::bytea FROM govledger.accepted WHERE id_sha256 = ANY($1)
+UNION ALL SELECT 2, key_sha256, seq, payload, NULL FROM govledger.idempotency WHERE key_sha256 = ANY($2)
+UNION ALL SELECT 3, agent_sha256, seq, NULL, agent FROM govledger.blocked WHERE agent_sha256 = ANY($3)
+UNION ALL SELECT 4, NULL, idx, hash, NULL FROM govledger.tree WHERE idx = ANY($4)`, accS, idemS, blkS, idx)
+		if err != nil {
+			return err
+		}
+		var r row
+		_, err = pgx.ForEachRow(rs, []any{&r.kind, &r.sum, &r.seq, &r.bytes, &r.agent}, func() error {
+			rows = append(rows, r)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	acc := make(map[string]answer, len(accK))
+	idem := make(map[string]answer, len(idemK))
+	blk := make(map[string]answer, len(blkK))
+	for _, key := range accK {
+		acc[key] = answer{}
+	}
+	for _, key := range idemK {
+		idem[key] = answer{}
+	}
+	for _, key := range blkK {
+		blk[key] = answer{}
+	}
+	hashes := map[int64]tlog.Hash{}
+	for _, r := range rows {
+		var sum entry.Hash
+		if len(r.sum) == 32 {
+			copy(sum[:], r.sum)
+		}
+		switch r.kind {
+		case 1, 2:
+			m, keys := acc, accK
+			if r.kind == 2 {
+				m, keys = idem, idemK
+			}
+			key, ok := keys[sum]
+			if !ok {
+				continue
+			}
+			a, err := v.checkAccept(key, r.seq, r.bytes)
+			if err != nil {
+				return err
+			}
+			m[key] = answer{a, true}
+		case 3:
+			key, ok := blkK[sum]
+			if !ok || string(r.agent) != key {
+				continue // another agent with the same SHA-256: not this one
+			}
+			if r.seq < 1 || uint64(r.seq) > v.head.Seq {
+				return fmt.Errorf("postgres: blocked %q: seq %d: %w", key, r.seq, ledger.ErrCorrupt)
+			}
+			blk[key] = answer{entry.Accept{Seq: uint64(r.seq)}, true}
+		case 4:
+			if len(r.bytes) == 32 {
+				var h tlog.Hash
+				copy(h[:], r.bytes)
+				hashes[r.seq] = h
+			}
+		}
+	}
+	v.cmu.Lock()
+	defer v.cmu.Unlock()
+	for _, t := range []struct {
+		dst *map[string]answer
+		src map[string]answer
+	}{{&v.acc, acc}, {&v.idem, idem}, {&v.blk, blk}} {
+		if *t.dst == nil {
+			*t.dst = t.src
+			continue
+		}
+		for key, a := range t.src {
+			(*t.dst)[key] = a
+		}
+	}
+	if v.hashes == nil {
+		v.hashes = hashes
+	} else {
+		for i, h := range hashes {
+			v.hashes[i] = h
+		}
+	}
+	return nil
 }
 
 var _ ledger.View = (*view)(nil)
@@ -42,27 +201,50 @@ func (d *Driver) View(ctx context.Context) (ledger.View, error) {
 	if closed {
 		return nil, ledger.ErrClosed
 	}
+	// The snapshot is taken by the transaction's first query: the head's.
+	return d.open(ctx, false)
+}
+
+// open begins a view's transaction and reads the head in one round trip:
+// a REPEATABLE READ READ ONLY snapshot, or with locked a READ COMMITTED
+// transaction that takes the head row's lock (SELECT … FOR UPDATE).
+func (d *Driver) open(ctx context.Context, locked bool) (*view, error) {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return nil, wrapErr("view", err)
 	}
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		conn.Release()
-		return nil, wrapErr("view", err)
+	v := &view{d: d, conn: conn, locked: locked}
+	q := &pgx.Batch{}
+	if locked {
+		q.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+		q.Queue(fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`, max(d.opts.LockTimeout.Milliseconds(), 1)))
+		q.Queue(sqlHead + ` FOR UPDATE`)
+	} else {
+		q.Queue(`BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY`)
+		q.Queue(sqlHead)
 	}
-	v := &view{d: d, conn: conn, tx: tx}
-	// The snapshot is taken by the transaction's first query: this one.
-	h, _, err := readHead(ctx, tx, false)
+	br := conn.SendBatch(ctx, q)
+	for range q.Len() - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
 	if err != nil {
-		v.release()
+		err = wrapErr("view", err)
+	} else {
+		v.head, _, err = scanHead(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = wrapErr("view", cerr)
+	}
+	if err != nil {
+		v.release(false)
 		return nil, err
 	}
-	v.head = h
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		v.release()
+		v.release(false)
 		return nil, ledger.ErrClosed
 	}
 	d.views[v] = struct{}{}
@@ -70,13 +252,22 @@ func (d *Driver) View(ctx context.Context) (ledger.View, error) {
 	return v, nil
 }
 
-// readHead reads the head row (locking it with forUpdate) and returns the
-// head and the origin.
-func readHead(ctx context.Context, q pgx.Tx, forUpdate bool) (entry.Head, string, error) {
-	sql := `SELECT origin, seq, hash, time_s, time_ns, manifest, lock, key FROM govledger.head WHERE id = 1`
-	if forUpdate {
-		sql += ` FOR UPDATE`
-	}
+// querier is what a view's reads use: a pgx.Tx, or a connection inside a
+// transaction begun by SQL.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+const sqlHead = `SELECT origin, seq, hash, time_s, time_ns, manifest, lock, key FROM govledger.head WHERE id = 1`
+
+// readHead reads the head row and returns the head and the origin.
+func readHead(ctx context.Context, q querier) (entry.Head, string, error) {
+	return scanHead(q.QueryRow(ctx, sqlHead))
+}
+
+// scanHead checks and returns the head row's head and origin.
+func scanHead(row pgx.Row) (entry.Head, string, error) {
 	var (
 		h                    entry.Head
 		origin               string
@@ -84,7 +275,7 @@ func readHead(ctx context.Context, q pgx.Tx, forUpdate bool) (entry.Head, string
 		tns                  int32
 		hash, man, lock, key []byte
 	)
-	err := q.QueryRow(ctx, sql).Scan(&origin, &seq, &hash, &ts, &tns, &man, &lock, &key)
+	err := row.Scan(&origin, &seq, &hash, &ts, &tns, &man, &lock, &key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return h, "", fmt.Errorf("postgres: head row missing: %w", ledger.ErrCorrupt)
 	}
@@ -113,18 +304,36 @@ func readHead(ctx context.Context, q pgx.Tx, forUpdate bool) (entry.Head, string
 
 func (v *view) Head() entry.Head { return v.head }
 
-// release ends the transaction and returns the connection.
-func (v *view) release() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if v.tx.Rollback(ctx) != nil {
-		// A connection whose transaction could not end is not reused.
-		v.conn.Conn().Close(ctx)
+// release ends the transaction (unless it ended) and returns the
+// connection; with async it does so in the background (Driver.Close
+// waits for it), so that the caller does not wait for the round trip.
+func (v *view) release(async bool) {
+	conn := v.conn
+	end := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I' {
+			if _, err := conn.Exec(ctx, `ROLLBACK`); err != nil {
+				// A connection whose transaction could not end is not reused.
+				conn.Conn().Close(ctx)
+			}
+		}
+		conn.Release()
 	}
-	v.conn.Release()
+	if !async {
+		end()
+		return
+	}
+	v.d.bg.Add(1)
+	go func() {
+		defer v.d.bg.Done()
+		end()
+	}()
 }
 
-// Close ends the view. Closing twice is fine.
+// Close ends the view. Closing twice is fine. The transaction's end does
+// not wait for the server's answer (a locked view's does: the head's lock
+// must be free when Close returns).
 func (v *view) Close() error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -132,7 +341,7 @@ func (v *view) Close() error {
 		return nil
 	}
 	v.closed = true
-	v.release()
+	v.release(!v.locked)
 	v.d.mu.Lock()
 	delete(v.d.views, v)
 	v.d.mu.Unlock()
@@ -141,7 +350,7 @@ func (v *view) Close() error {
 
 // query runs fn on the view's transaction under mu, with ctx bounded by
 // Options.Timeout when it has no deadline.
-func (v *view) query(ctx context.Context, op string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+func (v *view) query(ctx context.Context, op string, fn func(ctx context.Context, tx querier) error) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -155,7 +364,7 @@ func (v *view) query(ctx context.Context, op string, fn func(ctx context.Context
 	if v.closed {
 		return fmt.Errorf("postgres: %s: view %w", op, ledger.ErrClosed)
 	}
-	if err := fn(ctx, v.tx); err != nil {
+	if err := fn(ctx, v.conn); err != nil {
 		var re *ledger.RecordError
 		if errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotFound) || errors.As(err, &re) {
 			return err
@@ -165,46 +374,64 @@ func (v *view) query(ctx context.Context, op string, fn func(ctx context.Context
 	return nil
 }
 
-func (v *view) accept(sql, key string) (entry.Accept, bool, error) {
-	var a entry.Accept
+func (v *view) accept(m *map[string]answer, sql, key string) (entry.Accept, bool, error) {
+	if a, ok := v.cached(m, key); ok {
+		return a.Accept, a.ok, nil
+	}
 	var seq int64
 	var payload []byte
 	sum := entry.Sum256([]byte(key))
-	err := v.query(context.Background(), "read", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(context.Background(), "read", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, sql, sum[:]).Scan(&seq, &payload)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return a, false, nil
+		v.remember(m, key, answer{})
+		return entry.Accept{}, false, nil
 	}
+	if err != nil {
+		return entry.Accept{}, false, err
+	}
+	a, err := v.checkAccept(key, seq, payload)
 	if err != nil {
 		return a, false, err
 	}
+	v.remember(m, key, answer{a, true})
+	return a, true, nil
+}
+
+// checkAccept checks a stored acceptance of key.
+func (v *view) checkAccept(key string, seq int64, payload []byte) (entry.Accept, error) {
+	var a entry.Accept
 	if seq < 1 || uint64(seq) > v.head.Seq || len(payload) != 32 {
-		return a, false, fmt.Errorf("postgres: %q: stored acceptance malformed: %w", key, ledger.ErrCorrupt)
+		return a, fmt.Errorf("postgres: %q: stored acceptance malformed: %w", key, ledger.ErrCorrupt)
 	}
 	a.Seq = uint64(seq)
 	copy(a.Payload[:], payload)
-	return a, true, nil
+	return a, nil
 }
 
 // Accepted implements entry.Tables.
 func (v *view) Accepted(handoffID string) (entry.Accept, bool, error) {
-	return v.accept(`SELECT seq, payload FROM govledger.accepted WHERE id_sha256 = $1`, handoffID)
+	return v.accept(&v.acc, `SELECT seq, payload FROM govledger.accepted WHERE id_sha256 = $1`, handoffID)
 }
 
 // Idempotent implements entry.Tables.
 func (v *view) Idempotent(key string) (entry.Accept, bool, error) {
-	return v.accept(`SELECT seq, payload FROM govledger.idempotency WHERE key_sha256 = $1`, key)
+	return v.accept(&v.idem, `SELECT seq, payload FROM govledger.idempotency WHERE key_sha256 = $1`, key)
 }
 
 // Blocked implements entry.Tables.
 func (v *view) Blocked(agent string) (uint64, bool, error) {
+	if a, ok := v.cached(&v.blk, agent); ok {
+		return a.Seq, a.ok, nil
+	}
 	var seq int64
 	sum := entry.Sum256([]byte(agent))
-	err := v.query(context.Background(), "read blocked", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(context.Background(), "read blocked", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT seq FROM govledger.blocked WHERE agent_sha256 = $1 AND agent = $2`, sum[:], []byte(agent)).Scan(&seq)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
+		v.remember(&v.blk, agent, answer{})
 		return 0, false, nil
 	}
 	if err != nil {
@@ -213,6 +440,7 @@ func (v *view) Blocked(agent string) (uint64, bool, error) {
 	if seq < 1 || uint64(seq) > v.head.Seq {
 		return 0, false, fmt.Errorf("postgres: blocked %q: seq %d: %w", agent, seq, ledger.ErrCorrupt)
 	}
+	v.remember(&v.blk, agent, answer{entry.Accept{Seq: uint64(seq)}, true})
 	return uint64(seq), true, nil
 }
 
@@ -225,9 +453,23 @@ func (v *view) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 			return nil, fmt.Errorf("postgres: stored hash %d beyond tree size %d: %w", i, v.head.Seq, ledger.ErrBadRange)
 		}
 	}
-	got := make(map[int64][]byte, len(indexes))
-	err := v.query(context.Background(), "read tree", func(ctx context.Context, tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT idx, hash FROM govledger.tree WHERE idx = ANY($1)`, indexes)
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	cached := make([]bool, len(indexes))
+	v.cmu.Lock()
+	for i, idx := range indexes {
+		out[i], cached[i] = v.hashes[idx]
+		if !cached[i] {
+			missing = append(missing, idx)
+		}
+	}
+	v.cmu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	got := make(map[int64][]byte, len(missing))
+	err := v.query(context.Background(), "read tree", func(ctx context.Context, tx querier) error {
+		rows, err := tx.Query(ctx, `SELECT idx, hash FROM govledger.tree WHERE idx = ANY($1)`, missing)
 		if err != nil {
 			return err
 		}
@@ -242,8 +484,10 @@ func (v *view) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]tlog.Hash, len(indexes))
 	for i, idx := range indexes {
+		if cached[i] {
+			continue
+		}
 		h, ok := got[idx]
 		if !ok || len(h) != 32 {
 			return nil, fmt.Errorf("postgres: stored hash %d missing or malformed: %w", idx, ledger.ErrCorrupt)
@@ -259,7 +503,7 @@ func (v *view) Entry(seq uint64) ([]byte, error) {
 		return nil, &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
 	}
 	var raw []byte
-	err := v.query(context.Background(), "get", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(context.Background(), "get", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT raw FROM govledger.entries WHERE seq = $1`, int64(seq)).Scan(&raw)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -286,7 +530,7 @@ func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []
 			return err
 		}
 		var chunk []row
-		err := v.query(ctx, "scan", func(ctx context.Context, tx pgx.Tx) error {
+		err := v.query(ctx, "scan", func(ctx context.Context, tx querier) error {
 			rows, err := tx.Query(ctx, `SELECT seq, raw FROM govledger.entries WHERE seq >= $1 AND seq <= $2 ORDER BY seq LIMIT $3`,
 				int64(next), int64(v.head.Seq), maxRows)
 			if err != nil {
@@ -327,7 +571,7 @@ func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []
 func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 	var data []byte
 	var redacted bool
-	err := v.query(context.Background(), "blob", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(context.Background(), "blob", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT bytes FROM govledger.blobs WHERE sha256 = $1),
        EXISTS (SELECT 1 FROM govledger.redacted WHERE sha256 = $1)`, sum[:]).Scan(&data, &redacted)
 	})
@@ -349,7 +593,7 @@ func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 // Blocks returns every agent blocked at the view's head.
 func (v *view) Blocks() (map[string]uint64, error) {
 	out := map[string]uint64{}
-	err := v.query(context.Background(), "blocks", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(context.Background(), "blocks", func(ctx context.Context, tx querier) error {
 		rows, err := tx.Query(ctx, `SELECT agent, seq FROM govledger.blocked`)
 		if err != nil {
 			return err
@@ -415,7 +659,7 @@ func (v *view) Find(ctx context.Context, q ledger.Query) ([]uint64, error) {
 		}
 	}
 	var out []uint64
-	err := v.query(ctx, "find", func(ctx context.Context, tx pgx.Tx) error {
+	err := v.query(ctx, "find", func(ctx context.Context, tx querier) error {
 		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err

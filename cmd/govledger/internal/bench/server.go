@@ -75,6 +75,12 @@ type ServerRun struct {
 	PG2VsBbolt float64 `json:"pg_2_replicas_vs_bbolt_http,omitzero"`
 	PG2P50Ms   float64 `json:"pg_2_replicas_p50_ms,omitzero"`
 	PG2P99Ms   float64 `json:"pg_2_replicas_p99_ms,omitzero"`
+	// Entries per commit (group size) of one and of two replicas, and the
+	// commits two replicas built again after the other replica moved the
+	// head first, per commit stored.
+	PG1EntriesPerCommit   float64 `json:"pg_1_replica_entries_per_commit,omitzero"`
+	PG2EntriesPerCommit   float64 `json:"pg_2_replicas_entries_per_commit,omitzero"`
+	PG2ConflictsPerCommit float64 `json:"pg_2_replicas_conflicts_per_commit"`
 }
 
 // RunServer performs the measurements. Every document is expected to be
@@ -150,6 +156,7 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 			}
 		}
 		var raw, dRec, dHTTP, dPG1, dPG2 time.Duration
+		var st1, st2 ledger.Stats // PostgreSQL commits during the measurements
 		var latRec, latHTTP, latPG2 []time.Duration
 		n := 0
 		for r := range rounds {
@@ -171,12 +178,14 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 			}
 			if err == nil && pg1 != nil {
 				var d time.Duration
+				before := stats(pg1)
 				d, _, err = drive(m, c, func(j int) error { return pg1[0].submit(all[3*m+j]) })
-				dPG1 += d
+				dPG1, st1 = dPG1+d, addStats(st1, stats(pg1), before)
 				if err == nil {
 					var lat []time.Duration
+					before := stats(pg2)
 					d, lat, err = drive(m, c, func(j int) error { return pg2[j%2].submit(all[4*m+j]) })
-					dPG2, latPG2 = dPG2+d, append(latPG2, lat...)
+					dPG2, latPG2, st2 = dPG2+d, append(latPG2, lat...), addStats(st2, stats(pg2), before)
 				}
 			}
 			if err != nil {
@@ -200,6 +209,9 @@ func RunServer(ctx context.Context, o ServerOptions) (*ServerResult, error) {
 			run.PG1PerSec, run.PG2PerSec = rate(o.N, dPG1), rate(o.N, dPG2)
 			run.PG1VsBbolt, run.PG2VsBbolt = ratio(run.PG1PerSec, run.HTTPPerSec), ratio(run.PG2PerSec, run.HTTPPerSec)
 			run.PG2P50Ms, run.PG2P99Ms = percentile(latPG2, 50), percentile(latPG2, 99)
+			run.PG1EntriesPerCommit = ratio(float64(st1.Entries), float64(st1.Commits))
+			run.PG2EntriesPerCommit = ratio(float64(st2.Entries), float64(st2.Commits))
+			run.PG2ConflictsPerCommit = ratio(float64(st2.Conflicts), float64(st2.Commits))
 		}
 		res.Runs = append(res.Runs, run)
 	}
@@ -349,6 +361,24 @@ func newPGServed(ctx context.Context, admin, name string, replicas int, cfg *gov
 	}
 	out[0].drop = drop
 	return out, nil
+}
+
+// stats sums the ledger counters of replicas.
+func stats(replicas []*served) ledger.Stats {
+	var s ledger.Stats
+	for _, r := range replicas {
+		t := r.l.Stats()
+		s.Commits, s.Entries, s.Conflicts = s.Commits+t.Commits, s.Entries+t.Entries, s.Conflicts+t.Conflicts
+	}
+	return s
+}
+
+// addStats adds the counters' growth from before to after to sum.
+func addStats(sum, after, before ledger.Stats) ledger.Stats {
+	sum.Commits += after.Commits - before.Commits
+	sum.Entries += after.Entries - before.Entries
+	sum.Conflicts += after.Conflicts - before.Conflicts
+	return sum
 }
 
 // closeAll closes every server of ss, then drops their database.
