@@ -3,6 +3,7 @@ package entry
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/govledger/govledger/reason"
@@ -233,22 +234,25 @@ func (s *State) Apply(e *Entry, h Hash) error {
 	if s.err != nil {
 		return s.err
 	}
-	// Checks passed: change the state.
+	// Checks passed: change the state. Strings kept as keys are cloned:
+	// Decode gives an entry's strings one backing array, which a kept
+	// substring would keep alive whole (a fold over 1,000,000 entries then
+	// held every decoded entry).
 	d := &s.Delta
 	switch e.Kind {
 	case KindHandoff:
 		if e.Decision == reason.Accepted && e.HandoffID.Valid {
 			if _, _, ok := s.Accepted(e.HandoffID.S); !ok {
-				setMap(&d.Accepted, e.HandoffID.S, Accept{e.Seq, *e.PayloadSHA256})
+				setMap(&d.Accepted, strings.Clone(e.HandoffID.S), Accept{e.Seq, *e.PayloadSHA256})
 			}
 		}
 		if e.IdempotencyKey != "" {
 			if _, ok := s.Idempotent(e.IdempotencyKey); !ok {
-				setMap(&d.Idempotent, e.IdempotencyKey, Accept{e.Seq, *e.PayloadSHA256})
+				setMap(&d.Idempotent, strings.Clone(e.IdempotencyKey), Accept{e.Seq, *e.PayloadSHA256})
 			}
 		}
 		for _, a := range e.Blocks {
-			setMap(&d.Blocked, a, e.Seq) // the latest block is the one on record
+			setMap(&d.Blocked, strings.Clone(a), e.Seq) // the latest block is the one on record
 		}
 	case KindUnblock:
 		s.unblock(e.Agent)
@@ -280,7 +284,7 @@ func (s *State) Apply(e *Entry, h Hash) error {
 func (s *State) unblock(agent string) {
 	delete(s.Delta.Blocked, agent)
 	if !s.Delta.ClearBlocked {
-		setMap(&s.Delta.Unblocked, agent, true)
+		setMap(&s.Delta.Unblocked, strings.Clone(agent), true)
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/reason"
 )
 
 // TestJudge: Judge returns the state rule an entry breaks and still moves
@@ -84,4 +86,49 @@ func TestReset(t *testing.T) {
 		used.Delta.Accepted["b"] != fresh.Delta.Accepted["b"] || used.Head != fresh.Head {
 		t.Errorf("Reset state applied: %+v %+v; new state: %+v %+v", used.Head, used.Delta, fresh.Head, fresh.Delta)
 	}
+}
+
+// TestFoldKeepsNoDecodedBytes: the strings the fold keeps as table keys
+// (handoff ids, idempotency keys, blocked agents) are copies: Decode gives
+// an entry's strings one backing array, and a kept substring would keep
+// every decoded entry of a long replay alive.
+func TestFoldKeepsNoDecodedBytes(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	man, lock, pay := entry.Sum256([]byte("m")), entry.Sum256([]byte("l")), entry.Sum256([]byte("p"))
+	size := int64(1)
+	head := entry.Head{Seq: 1, Hash: entry.Sum256([]byte("e1")), Time: t0, Manifest: man, Lock: lock, HasManifest: true, HasLock: true}
+	e := &entry.Entry{V: 1, Seq: 2, Prev: head.Hash, Time: entry.Time{Time: t0}, Kind: entry.KindHandoff, Decision: "accepted",
+		HandoffID: entry.Str("h-1"), ManifestSHA256: &man, LockSHA256: &lock, PayloadSHA256: &pay, PayloadSize: &size,
+		IdempotencyKey: "key-1", Blocks: []string{"agent-b"}, Format: entry.Str("governed/1"), Source: entry.Str("agent-a"), Target: entry.Str("agent-b"), WorkflowID: entry.Str("wf")}
+	e.Reasons = &[]reason.Reason{}
+	raw, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := entry.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := entry.NewState(head, nil)
+	if err := st.Judge(d, entry.LeafHash(raw)); err != nil {
+		t.Fatal(err)
+	}
+	decoded := map[string]string{"handoff id": d.HandoffID.S, "idempotency key": d.IdempotencyKey, "blocked agent": d.Blocks[0]}
+	kept := map[string][]string{"handoff id": keys(st.Delta.Accepted), "idempotency key": keys(st.Delta.Idempotent), "blocked agent": keys(st.Delta.Blocked)}
+	for what, s := range decoded {
+		if len(kept[what]) != 1 || kept[what][0] != s {
+			t.Fatalf("%s: the fold keeps %q, want [%q]", what, kept[what], s)
+		}
+		if unsafe.StringData(kept[what][0]) == unsafe.StringData(s) {
+			t.Errorf("%s: the fold's key shares the decoded entry's bytes", what)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
