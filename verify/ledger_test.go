@@ -12,9 +12,9 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/policy"
@@ -151,7 +151,7 @@ func buildLedger(t testing.TB) *fixture {
 		}
 	}
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := bolt.Open(path, &bolt.Options{Now: ledgertest.NewClock(start).Now, Origin: "test.example/verify", IndexBatch: 4})
+	l, err := bolt.Open(path, &bolt.Options{Now: bolttest.NewClock(start).Now, Origin: "test.example/verify", IndexBatch: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func buildLedger(t testing.TB) *fixture {
 	rec("rejected:REPLAY", doc(t, "h1", "domain-05-product", "domain-02-analysis", nil))
 	rec("rejected:HASH_MISMATCH", doc(t, "h3", "domain-05-product", "domain-02-analysis", obj{"source_agent": bad}))
 	rec("rejected:AGENT_BLOCKED", doc(t, "h4", "domain-05-product", "domain-02-analysis", nil))
-	ua := ledgertest.AppendUnblock(t, l, "domain-05-product", "prompt reviewed")
+	ua := bolttest.AppendUnblock(t, l, "domain-05-product", "prompt reviewed")
 	f.kinds[ua.Entry.Seq] = "unblock"
 	rec("accepted:", doc(t, "h5", "domain-05-product", "archetype-product-thinker", nil))
 	rec("rejected:UNPARSEABLE", []byte("\x00\xffnot a handoff"))

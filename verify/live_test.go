@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -22,7 +22,7 @@ import (
 // 257th blob read still has reads left when entry 513 comes; 20 entries
 // are appended while entry 300 is judged.
 func TestReplayLiveLedger(t *testing.T) {
-	l, err := bolt.Open(filepath.Join(t.TempDir(), "live.db"), &bolt.Options{Now: ledgertest.NewClock(start).Now})
+	l, err := bolt.Open(filepath.Join(t.TempDir(), "live.db"), &bolt.Options{Now: bolttest.NewClock(start).Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestReplayLiveLedger(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := range ch {
-					h := ledgertest.Handoff{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Source: "a", Target: "b"}
+					h := bolttest.Handoff{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Source: "a", Target: "b"}
 					if i < 10 {
 						h.Reasons = tooLarge
 					}

@@ -14,8 +14,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -43,7 +43,7 @@ func liveValues(t testing.TB, path string) []live {
 	at := func(v []byte) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base) }
 	var out []live
 	err = db.View(func(tx *bbolt.Tx) error {
-		err := tx.Bucket([]byte(ledgertest.BucketEntries)).ForEach(func(k, v []byte) error {
+		err := tx.Bucket([]byte(bolttest.BucketEntries)).ForEach(func(k, v []byte) error {
 			e, err := entry.Decode(v)
 			if err != nil {
 				return err
@@ -55,7 +55,7 @@ func liveValues(t testing.TB, path string) []live {
 			return err
 		}
 		// A blob is stored under the seq of the first entry naming it.
-		return tx.Bucket([]byte(ledgertest.BucketBlobs)).ForEach(func(k, v []byte) error {
+		return tx.Bucket([]byte(bolttest.BucketBlobs)).ForEach(func(k, v []byte) error {
 			if len(k) != 8 {
 				return fmt.Errorf("blobs key %x is not a seq", k)
 			}
@@ -207,15 +207,15 @@ func TestTamperNamed(t *testing.T) {
 		}
 		return e
 	}
-	k := ledgertest.SeqKey
+	k := bolttest.SeqKey
 	tests := []struct {
 		name     string
 		tamper   func(t *testing.T, path string) error
 		firstBad uint64 // 0: none expected
 		kind     string // a kind that must be among the findings ("" with firstBad 0: report OK)
 	}{
-		{"deleted-entry-@7", func(t *testing.T, p string) error { return ledgertest.DeleteKey(p, ledgertest.BucketEntries, k(7)) }, 7, verify.KindGap},
-		{"deleted-last-entry-@19", func(t *testing.T, p string) error { return ledgertest.DeleteKey(p, ledgertest.BucketEntries, k(19)) }, 19, verify.KindMetaHead},
+		{"deleted-entry-@7", func(t *testing.T, p string) error { return bolttest.DeleteKey(p, bolttest.BucketEntries, k(7)) }, 7, verify.KindGap},
+		{"deleted-last-entry-@19", func(t *testing.T, p string) error { return bolttest.DeleteKey(p, bolttest.BucketEntries, k(19)) }, 19, verify.KindMetaHead},
 		{"inserted-entry-@20", func(t *testing.T, p string) error {
 			e := entryBytes(t, p, 12)
 			e.Seq, e.Time = 20, entry.Time{Time: e.Time.Add(time.Hour)}
@@ -223,22 +223,22 @@ func TestTamperNamed(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return ledgertest.InsertKey(p, ledgertest.BucketEntries, k(20), raw)
+			return bolttest.InsertKey(p, bolttest.BucketEntries, k(20), raw)
 		}, 20, verify.KindPrev},
 		{"inserted-key-between-@7-@8", func(t *testing.T, p string) error {
-			return ledgertest.InsertKey(p, ledgertest.BucketEntries, append(k(7), 0x80), []byte("{}"))
+			return bolttest.InsertKey(p, bolttest.BucketEntries, append(k(7), 0x80), []byte("{}"))
 		}, 0, verify.KindUnknownKey},
 		{"swapped-entries-@7-@8", func(t *testing.T, p string) error {
-			return ledgertest.SwapValues(p, ledgertest.BucketEntries, k(7), k(8))
+			return bolttest.SwapValues(p, bolttest.BucketEntries, k(7), k(8))
 		}, 7, verify.KindGap},
-		{"duplicated-entry-@9", func(t *testing.T, p string) error { return ledgertest.DuplicateEntry(p, 9) }, 20, verify.KindGap},
+		{"duplicated-entry-@9", func(t *testing.T, p string) error { return bolttest.DuplicateEntry(p, 9) }, 20, verify.KindGap},
 		{"edited-snapshot-lock-@2", func(t *testing.T, p string) error {
 			e := entryBytes(t, p, 2)
-			return ledgertest.EditBlob(p, *e.ContentSHA256, []byte(`{"agents":{},"lock_version":1}`))
+			return bolttest.EditBlob(p, *e.ContentSHA256, []byte(`{"agents":{},"lock_version":1}`))
 		}, 2, verify.KindSnapshot},
 		{"edited-payload-@9", func(t *testing.T, p string) error {
 			e := entryBytes(t, p, 9)
-			return ledgertest.EditBlob(p, *e.PayloadSHA256, []byte(`{}`))
+			return bolttest.EditBlob(p, *e.PayloadSHA256, []byte(`{}`))
 		}, 9, verify.KindPayload},
 		{"edited-entry-decision-@4", func(t *testing.T, p string) error {
 			e := entryBytes(t, p, 4)
@@ -247,37 +247,37 @@ func TestTamperNamed(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return ledgertest.InsertKey(p, ledgertest.BucketEntries, k(4), raw)
+			return bolttest.InsertKey(p, bolttest.BucketEntries, k(4), raw)
 		}, 4, verify.KindHash},
 		{"edited-index-handoff-@3", func(t *testing.T, p string) error {
-			return ledgertest.EditIndex(p, ledgertest.BucketIdxHandoff, 3, 4)
+			return bolttest.EditIndex(p, bolttest.BucketIdxHandoff, 3, 4)
 		}, 3, verify.KindIndex},
 		{"edited-accepted-table-@3", func(t *testing.T, p string) error {
-			return ledgertest.EditIndex(p, ledgertest.BucketIdxAccept, 3, 5)
+			return bolttest.EditIndex(p, bolttest.BucketIdxAccept, 3, 5)
 		}, 3, verify.KindIndex},
-		{"rewound-meta-head-by-2", func(t *testing.T, p string) error { return ledgertest.RewindMetaHead(p, 2) }, 18, verify.KindMetaHead},
+		{"rewound-meta-head-by-2", func(t *testing.T, p string) error { return bolttest.RewindMetaHead(p, 2) }, 18, verify.KindMetaHead},
 		{"unknown-bucket", func(t *testing.T, p string) error {
-			return ledgertest.InsertKey(p, "evil", []byte("k"), []byte("v"))
+			return bolttest.InsertKey(p, "evil", []byte("k"), []byte("v"))
 		}, 0, verify.KindUnknownKey},
 		{"unknown-meta-key", func(t *testing.T, p string) error {
-			return ledgertest.InsertKey(p, ledgertest.BucketMeta, []byte("evil"), []byte("v"))
+			return bolttest.InsertKey(p, bolttest.BucketMeta, []byte("evil"), []byte("v"))
 		}, 0, verify.KindUnknownKey},
 		// A rewritten suffix that changes a decision is caught by
 		// re-evaluation (T12) even though every hash was recomputed.
 		{"rewritten-suffix-decision-@4", func(t *testing.T, p string) error {
-			return ledgertest.RewriteSuffix(p, 4, func(e *entry.Entry) { e.Decision, e.Reasons = reason.Accepted, &[]reason.Reason{} })
+			return bolttest.RewriteSuffix(p, 4, func(e *entry.Entry) { e.Decision, e.Reasons = reason.Accepted, &[]reason.Reason{} })
 		}, 4, verify.KindDecision},
 		// (c) Needs an anchor: not detectable by the chain alone.
-		{"truncated-tail-by-3 (needs a checkpoint)", func(t *testing.T, p string) error { return ledgertest.TruncateTail(p, 3) }, 0, ""},
+		{"truncated-tail-by-3 (needs a checkpoint)", func(t *testing.T, p string) error { return bolttest.TruncateTail(p, 3) }, 0, ""},
 		{"rewritten-suffix-note-@8 (needs a checkpoint)", func(t *testing.T, p string) error {
-			return ledgertest.RewriteSuffix(p, 8, func(e *entry.Entry) { e.Note = "nothing happened" })
+			return bolttest.RewriteSuffix(p, 8, func(e *entry.Entry) { e.Note = "nothing happened" })
 		}, 0, ""},
 	}
 	var c tally
 	var anchorOnly []string
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ledgertest.CopyFile(t, f.path)
+			p := bolttest.CopyFile(t, f.path)
 			if err := tt.tamper(t, p); err != nil {
 				t.Fatalf("tamper: %v", err)
 			}

@@ -17,9 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // walkCommands calls fn for every command and subcommand with its path
@@ -434,10 +434,10 @@ func TestExitCodeTable(t *testing.T) {
 			msg: "govledger: ledger $DIR/empty.db: ledger file is empty (0 bytes) (ledger does not exist: file does not exist)"},
 		{name: "ledger is not a database", db: variant("text.db", func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("text\n"), 2000), 0o600) }),
 			code: exitFound, msg: "govledger: ledger $DIR/text.db: ledger file is corrupt: invalid database"},
-		{name: "ledger corrupt", db: variant("corrupt.db", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("version")) }),
+		{name: "ledger corrupt", db: variant("corrupt.db", func(p string) error { return bolttest.DeleteKey(p, "meta", []byte("version")) }),
 			code: exitFound, msg: "govledger: ledger $DIR/corrupt.db: ledger file is corrupt: meta version is 0 bytes"},
 		{name: "ledger of a newer format", db: variant("newer.db", func(p string) error {
-			return ledgertest.InsertKey(p, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(bolt.FormatVersion+1))
+			return bolttest.InsertKey(p, bolttest.BucketMeta, []byte("version"), bolttest.SeqKey(bolt.FormatVersion+1))
 		}),
 			code: exitInternal, msg: fmt.Sprintf("govledger: ledger $DIR/newer.db: format version %d, this build reads %d: ledger format version mismatch", bolt.FormatVersion+1, bolt.FormatVersion)},
 		{name: "ledger locked", db: locked, code: exitInternal,
@@ -448,7 +448,7 @@ func TestExitCodeTable(t *testing.T) {
 		// appended, which the edit did not change (verify against that
 		// checkpoint then fails).
 		{name: "entry fails verification", db: variant("tampered.db", func(p string) error {
-			return ledgertest.FlipByte(p, "entries", ledgertest.SeqKey(4), 30)
+			return bolttest.FlipByte(p, "entries", bolttest.SeqKey(4), 30)
 		}), code: exitFound, msg: "govledger: entry seq 4 of the ledger is damaged: run 'govledger verify' for the findings"},
 	}
 	for _, cond := range conditions {

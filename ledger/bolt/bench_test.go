@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/internal/perf"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 var benchPayload = bytes.Repeat([]byte(`{"k":"v"}`), 100) // 900 bytes
@@ -36,8 +36,8 @@ func BenchmarkAppend(b *testing.B) {
 			name = fmt.Sprintf("concurrent%d", workers)
 		}
 		b.Run(name, func(b *testing.B) {
-			l := ledgertest.MustCreate(b, nil)
-			ledgertest.AppendHandoff(b, l, handoff(-1))
+			l := bolttest.MustCreate(b, nil)
+			bolttest.AppendHandoff(b, l, handoff(-1))
 			b.ReportAllocs()
 			b.SetBytes(int64(len(benchPayload)))
 			b.ResetTimer()
@@ -79,7 +79,7 @@ const scanN = 2000
 // BenchmarkScanVerify: read every entry, decode it strictly, recompute its
 // hash and check the prev link; raw bbolt scan + SHA-256 alongside.
 func BenchmarkScanVerify(b *testing.B) {
-	l := ledgertest.MustCreate(b, nil)
+	l := bolttest.MustCreate(b, nil)
 	const batch = 100
 	var size int64
 	for i := 0; i < scanN; i += batch {

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // sample builds a closed ledger with every kind of derived state: accepted
@@ -24,23 +24,23 @@ func sample(t *testing.T) (string, uint64) {
 	t.Helper()
 	o := newClockOpts()
 	o.IndexBatch = 5 // seqs 1-15 indexed in three flushes, the tail not yet
-	l := ledgertest.MustCreate(t, o)
+	l := bolttest.MustCreate(t, o)
 	for i := range 10 {
 		h := handoff(i)
 		if i == 4 {
 			h.Reasons, h.Blocks = mismatch, []string{"domain-05-product"}
 		}
-		ledgertest.AppendHandoff(t, l, h)
+		bolttest.AppendHandoff(t, l, h)
 	}
-	ledgertest.AppendUnblock(t, l, "domain-05-product", "fixed")
-	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "z", Source: "a", Target: "b", Reasons: mismatch, Blocks: []string{"a"}})
+	bolttest.AppendUnblock(t, l, "domain-05-product", "fixed")
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "z", Source: "a", Target: "b", Reasons: mismatch, Blocks: []string{"a"}})
 	if _, err := l.Redact(context.Background(), 5, "pii"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock 2")}}}); err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "y", Source: "a", Target: "b", NoSnapshots: true})
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "y", Source: "a", Target: "b", NoSnapshots: true})
 	head, _, _ := l.Head()
 	path := l.Path()
 	l.Close()
@@ -71,82 +71,82 @@ func TestCheckFindsTampering(t *testing.T) {
 		tamper func(path string) error
 		want   string
 	}{
-		{"flipped-byte-@seq3", func(p string) error { return ledgertest.FlipByte(p, "entries", ledgertest.SeqKey(3), 40) }, ledger.FindTreeHash},
-		{"flipped-byte-@head", func(p string) error { return ledgertest.FlipByte(p, "entries", ledgertest.SeqKey(head), 40) }, ledger.FindMetaHead},
-		{"deleted-entry-@seq4", func(p string) error { return ledgertest.DeleteKey(p, "entries", ledgertest.SeqKey(4)) }, ledger.FindSeqGap},
-		{"inserted-key", func(p string) error { return ledgertest.InsertKey(p, "entries", []byte("x"), []byte("{}")) }, ledger.FindUnknownKey},
-		{"unknown-bucket", func(p string) error { return ledgertest.InsertKey(p, "extra", []byte("k"), []byte("v")) }, ledger.FindUnknownBucket},
-		{"unknown-meta-key", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("k"), []byte("v")) }, ledger.FindUnknownKey},
+		{"flipped-byte-@seq3", func(p string) error { return bolttest.FlipByte(p, "entries", bolttest.SeqKey(3), 40) }, ledger.FindTreeHash},
+		{"flipped-byte-@head", func(p string) error { return bolttest.FlipByte(p, "entries", bolttest.SeqKey(head), 40) }, ledger.FindMetaHead},
+		{"deleted-entry-@seq4", func(p string) error { return bolttest.DeleteKey(p, "entries", bolttest.SeqKey(4)) }, ledger.FindSeqGap},
+		{"inserted-key", func(p string) error { return bolttest.InsertKey(p, "entries", []byte("x"), []byte("{}")) }, ledger.FindUnknownKey},
+		{"unknown-bucket", func(p string) error { return bolttest.InsertKey(p, "extra", []byte("k"), []byte("v")) }, ledger.FindUnknownBucket},
+		{"unknown-meta-key", func(p string) error { return bolttest.InsertKey(p, "meta", []byte("k"), []byte("v")) }, ledger.FindUnknownKey},
 		{"swapped-entries-4-5", func(p string) error {
-			return ledgertest.SwapValues(p, "entries", ledgertest.SeqKey(4), ledgertest.SeqKey(5))
+			return bolttest.SwapValues(p, "entries", bolttest.SeqKey(4), bolttest.SeqKey(5))
 		}, ledger.FindSeqMismatch},
-		{"duplicated-entry-3", func(p string) error { return ledgertest.DuplicateEntry(p, 3) }, ledger.FindMetaHead},
-		{"edited-idx_handoff", func(p string) error { return ledgertest.EditIndex(p, "idx_handoff", 3, 4) }, ledger.FindIndexMissing},
-		{"edited-idx_agent", func(p string) error { return ledgertest.EditIndex(p, "idx_agent", 3, 4) }, ledger.FindIndexMissing},
+		{"duplicated-entry-3", func(p string) error { return bolttest.DuplicateEntry(p, 3) }, ledger.FindMetaHead},
+		{"edited-idx_handoff", func(p string) error { return bolttest.EditIndex(p, "idx_handoff", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_agent", func(p string) error { return bolttest.EditIndex(p, "idx_agent", 3, 4) }, ledger.FindIndexMissing},
 		{"inserted-idx_agent", func(p string) error {
-			return ledgertest.InsertKey(p, "idx_agent", append(make([]byte, 8), ledgertest.SeqKey(3)...), []byte{})
+			return bolttest.InsertKey(p, "idx_agent", append(make([]byte, 8), bolttest.SeqKey(3)...), []byte{})
 		}, ledger.FindIndexExtra},
-		{"edited-idx_time", func(p string) error { return ledgertest.EditIndex(p, "idx_time", 3, 4) }, ledger.FindIndexMissing},
-		{"edited-idx_decision", func(p string) error { return ledgertest.EditIndex(p, "idx_decision", 3, 4) }, ledger.FindIndexMissing},
-		{"edited-idx_workflow", func(p string) error { return ledgertest.EditIndex(p, "idx_workflow", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_time", func(p string) error { return bolttest.EditIndex(p, "idx_time", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_decision", func(p string) error { return bolttest.EditIndex(p, "idx_decision", 3, 4) }, ledger.FindIndexMissing},
+		{"edited-idx_workflow", func(p string) error { return bolttest.EditIndex(p, "idx_workflow", 3, 4) }, ledger.FindIndexMissing},
 		{"idx_agent-key-beyond-indexed", func(p string) error {
-			return ledgertest.InsertKey(p, "idx_agent", append(make([]byte, 8), ledgertest.SeqKey(head)...), []byte{})
+			return bolttest.InsertKey(p, "idx_agent", append(make([]byte, 8), bolttest.SeqKey(head)...), []byte{})
 		}, ledger.FindIndexExtra},
-		{"rewound-meta-indexed", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(2)) }, ledger.FindIndexExtra},
+		{"rewound-meta-indexed", func(p string) error { return bolttest.InsertKey(p, "meta", []byte("indexed"), bolttest.SeqKey(2)) }, ledger.FindIndexExtra},
 		{"advanced-meta-indexed", func(p string) error {
-			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head))
+			return bolttest.InsertKey(p, "meta", []byte("indexed"), bolttest.SeqKey(head))
 		}, ledger.FindIndexMissing},
 		{"meta-indexed-beyond-head", func(p string) error {
-			return ledgertest.InsertKey(p, "meta", []byte("indexed"), ledgertest.SeqKey(head+1))
+			return bolttest.InsertKey(p, "meta", []byte("indexed"), bolttest.SeqKey(head+1))
 		}, ledger.FindMetaHead},
-		{"deleted-meta-indexed", func(p string) error { return ledgertest.DeleteKey(p, "meta", []byte("indexed")) }, ledger.FindBadValue},
-		{"edited-idx_accepted", func(p string) error { return ledgertest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
+		{"deleted-meta-indexed", func(p string) error { return bolttest.DeleteKey(p, "meta", []byte("indexed")) }, ledger.FindBadValue},
+		{"edited-idx_accepted", func(p string) error { return bolttest.EditIndex(p, "idx_accepted", 3, 4) }, ledger.FindAccepted},
 		{"inserted-blocked", func(p string) error {
-			return ledgertest.InsertKey(p, "blocked", []byte("never-blocked"), ledgertest.SeqKey(head-3))
+			return bolttest.InsertKey(p, "blocked", []byte("never-blocked"), bolttest.SeqKey(head-3))
 		}, ledger.FindBlocked},
-		{"edited-redacted", func(p string) error { return ledgertest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
+		{"edited-redacted", func(p string) error { return bolttest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
 		{"deleted-tree-tile", func(p string) error {
-			return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...))
+			return bolttest.DeleteKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...))
 		}, ledger.FindTreeHash},
 		{"edited-tree-tile", func(p string) error {
-			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), make([]byte, 32*head))
+			return bolttest.InsertKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...), make([]byte, 32*head))
 		}, ledger.FindTreeHash},
 		{"extra-tree-tile", func(p string) error {
-			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(1000)...), make([]byte, 32))
+			return bolttest.InsertKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(1000)...), make([]byte, 32))
 		}, ledger.FindTreeExtra},
-		{"rewound-meta-head", func(p string) error { return ledgertest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
-		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
+		{"rewound-meta-head", func(p string) error { return bolttest.RewindMetaHead(p, 2) }, ledger.FindMetaHead},
+		{"edited-blob", func(p string) error { return bolttest.EditBlob(p, *e3.PayloadSHA256, []byte("forged")) }, ledger.FindBlobHash},
 		{"orphan-blob", func(p string) error {
-			return ledgertest.InsertKey(p, "blobs", ledgertest.SeqKey(head+5), []byte("orphan"))
+			return bolttest.InsertKey(p, "blobs", bolttest.SeqKey(head+5), []byte("orphan"))
 		}, ledger.FindBlobOrphan},
 		{"blob-under-a-hash-key", func(p string) error {
 			s := entry.Sum256([]byte("orphan"))
-			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
+			return bolttest.InsertKey(p, "blobs", s[:], []byte("orphan"))
 		}, ledger.FindUnknownKey},
 		{"deleted-snapshot-blob", func(p string) error {
-			k, err := ledgertest.BlobKey(p, entry.Sum256(ledgertest.LockBytes))
+			k, err := bolttest.BlobKey(p, entry.Sum256(bolttest.LockBytes))
 			if err != nil {
 				return err
 			}
-			return ledgertest.DeleteKey(p, "blobs", k)
+			return bolttest.DeleteKey(p, "blobs", k)
 		}, ledger.FindBlobMissing},
 		{"deleted-idx_blob-key", func(p string) error {
-			s := entry.Sum256(ledgertest.LockBytes)
-			return ledgertest.DeleteKey(p, "idx_blob", s[:])
+			s := entry.Sum256(bolttest.LockBytes)
+			return bolttest.DeleteKey(p, "idx_blob", s[:])
 		}, ledger.FindIndexMissing},
 		{"edited-idx_blob-key", func(p string) error {
-			s := entry.Sum256(ledgertest.LockBytes)
-			return ledgertest.InsertKey(p, "idx_blob", s[:], ledgertest.SeqKey(1))
+			s := entry.Sum256(bolttest.LockBytes)
+			return bolttest.InsertKey(p, "idx_blob", s[:], bolttest.SeqKey(1))
 		}, ledger.FindIndexExtra},
 		{"stray-idx_blob-key", func(p string) error {
 			s := entry.Sum256([]byte("never stored"))
-			return ledgertest.InsertKey(p, "idx_blob", s[:], ledgertest.SeqKey(2))
+			return bolttest.InsertKey(p, "idx_blob", s[:], bolttest.SeqKey(2))
 		}, ledger.FindIndexExtra},
-		{"edited-in-force", func(p string) error { return ledgertest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
+		{"edited-in-force", func(p string) error { return bolttest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := ledgertest.CopyFile(t, src)
+			path := bolttest.CopyFile(t, src)
 			if err := tt.tamper(path); err != nil {
 				t.Fatal(err)
 			}
@@ -179,18 +179,18 @@ func TestAnchorNeeded(t *testing.T) {
 		tamper func(p string) error
 		size   uint64
 	}{
-		{"truncated-tail-2", func(p string) error { return ledgertest.TruncateTail(p, 2) }, head - 2},
+		{"truncated-tail-2", func(p string) error { return bolttest.TruncateTail(p, 2) }, head - 2},
 		{"rewritten-suffix-@seq6", func(p string) error {
-			return ledgertest.RewriteSuffix(p, 6, func(e *entry.Entry) { e.Source = entry.Str("mallory") })
+			return bolttest.RewriteSuffix(p, 6, func(e *entry.Entry) { e.Source = entry.Str("mallory") })
 		}, head},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := ledgertest.CopyFile(t, src)
+			path := bolttest.CopyFile(t, src)
 			if err := tt.tamper(path); err != nil {
 				t.Fatal(err)
 			}
-			ledgertest.MustCheck(t, path)
+			bolttest.MustCheck(t, path)
 			l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +234,7 @@ func TestCorruptNeverPanics(t *testing.T) {
 		seqs = append(seqs, seq)
 	}
 	points := func(walk bool) ([]string, error) {
-		return readOutcomes(src, walk, seqs, head, "domain-05-product", "wf-1", entry.Sum256(ledgertest.LockBytes))
+		return readOutcomes(src, walk, seqs, head, "domain-05-product", "wf-1", entry.Sum256(bolttest.LockBytes))
 	}
 	intact, err := points(false)
 	if err != nil {
@@ -290,7 +290,7 @@ func TestCorruptNeverPanics(t *testing.T) {
 		for seq := uint64(1); seq <= head+1; seq++ {
 			l.Get(seq)
 		}
-		l.Blob(entry.Sum256(ledgertest.LockBytes))
+		l.Blob(entry.Sum256(bolttest.LockBytes))
 		l.Find(ledger.Query{Agent: "domain-05-product"})
 		l.Find(ledger.Query{})
 		l.TreeHash(head)

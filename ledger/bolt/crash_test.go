@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 var crashTrials = flag.Int("crash-trials", 0, "SIGKILL trials in TestCrash (default 50; 20 under -race, where each child starts ~5x slower)")
@@ -130,7 +130,7 @@ func TestCrash(t *testing.T) {
 		}
 		chain := chainWalk(t, l)
 		l.Close()
-		ledgertest.MustCheck(t, path)
+		bolttest.MustCheck(t, path)
 		for seq, h := range acked {
 			if seq > uint64(len(chain)) || chain[seq-1] != h {
 				t.Fatalf("trial %d: acknowledged seq %d (%s) lost or changed (chain has %d)", trial, seq, h, len(chain))

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 var diskEntries = flag.Int("disk-entries", 20000, "ledger size for BenchmarkDiskPerEntry (e.g. 100000)")
@@ -56,7 +56,7 @@ func BenchmarkDiskPerEntry(b *testing.B) {
 					if i >= n {
 						return
 					}
-					h := ledgertest.Handoff{ID: uuid.NewString(), Source: "domain-05-product", Target: "domain-02-analysis",
+					h := bolttest.Handoff{ID: uuid.NewString(), Source: "domain-05-product", Target: "domain-02-analysis",
 						Workflow: fmt.Sprintf("wf-%d", i%50), Payload: diskPayload(i)}
 					if _, err := l.Append(context.Background(), h.Build()); err != nil {
 						b.Error(err)

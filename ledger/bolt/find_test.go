@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // TestFindPaging holds Find with a limit (newest or oldest first, seq
@@ -31,17 +31,17 @@ func testFindPaging(t *testing.T, batch int) {
 		calls++
 		return start.Add(time.Duration(calls/3) * time.Second)
 	}}
-	l := ledgertest.MustCreate(t, o)
+	l := bolttest.MustCreate(t, o)
 	const n = 40
 	for i := range n {
-		h := ledgertest.Handoff{ID: fmt.Sprintf("h-%d", i%17), Source: fmt.Sprintf("agent-%d", i%3),
+		h := bolttest.Handoff{ID: fmt.Sprintf("h-%d", i%17), Source: fmt.Sprintf("agent-%d", i%3),
 			Target: "agent-t", Workflow: fmt.Sprintf("wf-%d", i%4)}
 		if i%5 == 0 {
 			h.Reasons = mismatch
 		}
-		ledgertest.AppendHandoff(t, l, h)
+		bolttest.AppendHandoff(t, l, h)
 		if i%9 == 0 {
-			ledgertest.AppendUnblock(t, l, "agent-1", "ok")
+			bolttest.AppendUnblock(t, l, "agent-1", "ok")
 		}
 	}
 	var all []*entry.Entry

@@ -18,9 +18,9 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // guardHandoffs is the size of guardLedger: enough for branch pages in
@@ -66,8 +66,8 @@ var guardLedger = sync.OnceValues(func() ([]byte, error) {
 	return os.ReadFile(path)
 })
 
-func guardHandoff(i int) ledgertest.Handoff {
-	h := ledgertest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%8), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
+func guardHandoff(i int) bolttest.Handoff {
+	h := bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%8), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
 	h.Payload = append(append([]byte(nil), benchPayload...), fmt.Sprint(i)...)
 	return h
 }
@@ -303,7 +303,7 @@ func TestGuardedReadsRefuseDamagedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobKey, err := ledgertest.BlobKey(path, entry.Sum256(guardHandoff(700).Payload))
+	blobKey, err := bolttest.BlobKey(path, entry.Sum256(guardHandoff(700).Payload))
 	if err != nil {
 		t.Fatal(err)
 	}

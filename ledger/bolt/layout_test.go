@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // TestLayoutPacked: after 2,000 handoffs of 1,448-byte payloads from 16
@@ -36,7 +36,7 @@ func TestLayoutPacked(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 16 {
-				h := ledgertest.Handoff{ID: uuid.NewString(), Source: "a", Target: "b", Workflow: fmt.Sprint("wf-", i%7), Payload: diskPayload(i)}
+				h := bolttest.Handoff{ID: uuid.NewString(), Source: "a", Target: "b", Workflow: fmt.Sprint("wf-", i%7), Payload: diskPayload(i)}
 				if _, err := l.Append(context.Background(), h.Build()); err != nil {
 					t.Error(err)
 					return
@@ -61,5 +61,5 @@ func TestLayoutPacked(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.MustCheck(t, path)
+	bolttest.MustCheck(t, path)
 }

@@ -15,18 +15,18 @@ import (
 	"github.com/transparency-dev/merkle/testonly"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
 func newClockOpts() *bolt.Options {
-	return &bolt.Options{Now: ledgertest.NewClock(t0).Now, Origin: "test.example/ledger"}
+	return &bolt.Options{Now: bolttest.NewClock(t0).Now, Origin: "test.example/ledger"}
 }
 
-func handoff(i int) ledgertest.Handoff {
-	return ledgertest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: "domain-05-product", Target: "domain-02-analysis", Workflow: fmt.Sprintf("wf-%d", i%3)}
+func handoff(i int) bolttest.Handoff {
+	return bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: "domain-05-product", Target: "domain-02-analysis", Workflow: fmt.Sprintf("wf-%d", i%3)}
 }
 
 // chainWalk decodes every entry, checks seq, prev links and returns the hashes.
@@ -59,7 +59,7 @@ func chainWalk(t *testing.T, l *ledger.Ledger) []entry.Hash {
 // the tree hash of every size against an independent RFC 6962 reference,
 // and every inclusion and consistency proof with an independent verifier.
 func TestTreeExhaustive(t *testing.T) {
-	l := ledgertest.MustCreate(t, newClockOpts())
+	l := bolttest.MustCreate(t, newClockOpts())
 	ref := testonly.New(rfc6962.DefaultHasher)
 	h := rfc6962.DefaultHasher
 	check := func(n uint64) {
@@ -121,9 +121,9 @@ func TestTreeExhaustive(t *testing.T) {
 		var req *ledger.Request
 		switch i {
 		case 0:
-			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: ledgertest.ManifestBytes}}}
+			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: bolttest.ManifestBytes}}}
 		case 1:
-			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: ledgertest.LockBytes}}}
+			req = &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: bolttest.LockBytes}}}
 		default:
 			h := handoff(i)
 			h.NoSnapshots = true
@@ -162,7 +162,7 @@ func TestConcurrentAppend(t *testing.T) {
 	for _, workers := range []int{8, 64} {
 		per := 64 / workers * 2
 		t.Run(fmt.Sprint(workers), func(t *testing.T) {
-			l := ledgertest.MustCreate(t, nil)
+			l := bolttest.MustCreate(t, nil)
 			var mu sync.Mutex
 			acked := map[uint64]entry.Hash{}
 			var wg sync.WaitGroup
@@ -243,8 +243,8 @@ func waitQueued(t *testing.T, l *ledger.Ledger, n int) {
 func TestGroupCommit(t *testing.T) {
 	for _, maxBatch := range []int{0, 8} {
 		t.Run(fmt.Sprint("max", maxBatch), func(t *testing.T) {
-			l := ledgertest.MustCreate(t, &bolt.Options{MaxBatch: maxBatch})
-			ledgertest.AppendHandoff(t, l, handoff(0)) // snapshots in force
+			l := bolttest.MustCreate(t, &bolt.Options{MaxBatch: maxBatch})
+			bolttest.AppendHandoff(t, l, handoff(0)) // snapshots in force
 			before := l.Stats()
 			release, wait := blockCommitter(t, l)
 			const n = 50

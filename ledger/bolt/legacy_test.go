@@ -16,9 +16,9 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // storedHashes computes every stored tree hash of the entries in tx with
@@ -90,12 +90,12 @@ func toFormat4(t *testing.T, path string) {
 			if level%8 != 0 {
 				continue
 			}
-			k := append([]byte{byte(level / 8)}, ledgertest.SeqKey(uint64(n>>8))...)
+			k := append([]byte{byte(level / 8)}, bolttest.SeqKey(uint64(n>>8))...)
 			if err := tiles.Put(k, append(append([]byte(nil), tiles.Get(k)...), h[:]...)); err != nil {
 				return err
 			}
 		}
-		return tx.Bucket([]byte("meta")).Put([]byte("version"), ledgertest.SeqKey(4))
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), bolttest.SeqKey(4))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,14 +123,14 @@ func toFormat3(t *testing.T, path string) {
 			return err
 		}
 		for i, h := range all {
-			if err := tree.Put(ledgertest.SeqKey(uint64(i)), append([]byte(nil), h[:]...)); err != nil {
+			if err := tree.Put(bolttest.SeqKey(uint64(i)), append([]byte(nil), h[:]...)); err != nil {
 				return err
 			}
 		}
 		if err := tx.DeleteBucket([]byte("tiles")); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("meta")).Put([]byte("version"), ledgertest.SeqKey(3))
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), bolttest.SeqKey(3))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -199,12 +199,12 @@ func treeAnswers(t *testing.T, l *ledger.Ledger) []byte {
 // format 3 file and the upgraded file, which Check passes and which then
 // takes appends.
 func TestUpgradeToTiles(t *testing.T) {
-	l := ledgertest.MustCreate(t, &bolt.Options{MaxBatch: 64})
+	l := bolttest.MustCreate(t, &bolt.Options{MaxBatch: 64})
 	for i := range 600 { // two full level-0 tiles and a partial one; a level-1 tile
-		ledgertest.AppendHandoff(t, l, handoff(i))
+		bolttest.AppendHandoff(t, l, handoff(i))
 	}
 	want := treeAnswers(t, l)
-	v3 := ledgertest.CopyFile(t, l.Path())
+	v3 := bolttest.CopyFile(t, l.Path())
 	toFormat3(t, v3)
 
 	r, err := bolt.Open(v3, &bolt.Options{ReadOnly: true})
@@ -229,34 +229,34 @@ func TestUpgradeToTiles(t *testing.T) {
 	if got := treeAnswers(t, w); !bytes.Equal(got, want) {
 		t.Errorf("upgraded file: roots and proofs differ from the format 4 file's")
 	}
-	ledgertest.AppendHandoff(t, w, handoff(1000))
+	bolttest.AppendHandoff(t, w, handoff(1000))
 	w.Close()
 	if v := fileVersion(t, v3); v != bolt.FormatVersion {
 		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
 	}
-	ledgertest.MustCheck(t, v3)
+	bolttest.MustCheck(t, v3)
 }
 
 // TestUpgradeRefusesABadTree: a format 3 file whose tree bucket disagrees
 // with its entries is not upgraded (the writable Open fails with
 // ErrCorrupt and leaves the file's bytes as they were).
 func TestUpgradeRefusesABadTree(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	l := bolttest.MustCreate(t, nil)
 	for i := range 40 {
-		ledgertest.AppendHandoff(t, l, handoff(i))
+		bolttest.AppendHandoff(t, l, handoff(i))
 	}
 	for _, tt := range []struct {
 		name   string
 		tamper func(string) error
 	}{
-		{"edited", func(p string) error { return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(17), make([]byte, 32)) }},
-		{"deleted", func(p string) error { return ledgertest.DeleteKey(p, "tree", ledgertest.SeqKey(3)) }},
+		{"edited", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(17), make([]byte, 32)) }},
+		{"deleted", func(p string) error { return bolttest.DeleteKey(p, "tree", bolttest.SeqKey(3)) }},
 		{"extra", func(p string) error {
-			return ledgertest.InsertKey(p, "tree", ledgertest.SeqKey(5000), make([]byte, 32))
+			return bolttest.InsertKey(p, "tree", bolttest.SeqKey(5000), make([]byte, 32))
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := ledgertest.CopyFile(t, l.Path())
+			p := bolttest.CopyFile(t, l.Path())
 			toFormat3(t, p)
 			if err := tt.tamper(p); err != nil {
 				t.Fatal(err)
@@ -391,7 +391,7 @@ func TestUpgradeFormat4(t *testing.T) {
 	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
 		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format 4 file's")
 	}
-	a := ledgertest.AppendHandoff(t, w, ledgertest.Handoff{ID: "after", Source: "agent-1", Target: "agent-2", Payload: []byte("after the upgrade")})
+	a := bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: "after", Source: "agent-1", Target: "agent-2", Payload: []byte("after the upgrade")})
 	again, err := w.Find(ledger.Query{HandoffID: "h-0250"}) // "secret payload" stored again
 	if err != nil || len(again) != 1 {
 		t.Fatalf("Find(h-0250) = %v, %v", again, err)
@@ -416,7 +416,7 @@ func TestUpgradeFormat4(t *testing.T) {
 		t.Errorf("after the redaction: file holds the erased payload %t (want false), the last one %t (want true)",
 			bytes.Contains(raw, []byte("secret payload")), bytes.Contains(raw, []byte("after the upgrade")))
 	}
-	ledgertest.MustCheck(t, path)
+	bolttest.MustCheck(t, path)
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -447,20 +447,20 @@ func TestUpgradeRefusesFormat4(t *testing.T) {
 		tamper func(string) error
 	}{
 		{"edited-tile", func(p string) error {
-			return ledgertest.FlipByte(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...), 40)
+			return bolttest.FlipByte(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...), 40)
 		}},
 		{"deleted-tile", func(p string) error {
-			return ledgertest.DeleteKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(0)...))
+			return bolttest.DeleteKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...))
 		}},
 		{"extra-tile", func(p string) error {
-			return ledgertest.InsertKey(p, "tiles", append([]byte{0}, ledgertest.SeqKey(7)...), make([]byte, 32))
+			return bolttest.InsertKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(7)...), make([]byte, 32))
 		}},
-		{"edited-blob", func(p string) error { return ledgertest.EditBlob(p, secret, []byte("forged")) }},
+		{"edited-blob", func(p string) error { return bolttest.EditBlob(p, secret, []byte("forged")) }},
 		{"orphan-blob", func(p string) error {
 			s := entry.Sum256([]byte("orphan"))
-			return ledgertest.InsertKey(p, "blobs", s[:], []byte("orphan"))
+			return bolttest.InsertKey(p, "blobs", s[:], []byte("orphan"))
 		}},
-		{"blob-under-a-seq-key", func(p string) error { return ledgertest.InsertKey(p, "blobs", ledgertest.SeqKey(3), []byte("x")) }},
+		{"blob-under-a-seq-key", func(p string) error { return bolttest.InsertKey(p, "blobs", bolttest.SeqKey(3), []byte("x")) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := format4Fixture(t)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 func TestOpenRefuses(t *testing.T) {
@@ -77,7 +77,7 @@ func TestCreateAndReopen(t *testing.T) {
 	if !strings.HasPrefix(origin, ledger.DefaultOriginPrefix) || len(origin) != len(ledger.DefaultOriginPrefix)+16 {
 		t.Errorf("Origin() = %q", origin)
 	}
-	ledgertest.AppendHandoff(t, l, handoff(1))
+	bolttest.AppendHandoff(t, l, handoff(1))
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestCreateAndReopen(t *testing.T) {
 		t.Errorf("Head() = %d, want 3", seq)
 	}
 	l.Close()
-	ledgertest.MustCheck(t, path)
+	bolttest.MustCheck(t, path)
 }
 
 func TestLocked(t *testing.T) {
@@ -132,8 +132,8 @@ func TestLocked(t *testing.T) {
 }
 
 func TestReadersShareLock(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
-	ledgertest.AppendHandoff(t, l, handoff(1))
+	l := bolttest.MustCreate(t, nil)
+	bolttest.AppendHandoff(t, l, handoff(1))
 	path := l.Path()
 	l.Close()
 	r1, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
@@ -152,9 +152,9 @@ func TestReadersShareLock(t *testing.T) {
 }
 
 func TestVersionMismatch(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
-	path := ledgertest.CopyFile(t, l.Path())
-	if err := ledgertest.InsertKey(path, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(bolt.FormatVersion+1)); err != nil {
+	l := bolttest.MustCreate(t, nil)
+	path := bolttest.CopyFile(t, l.Path())
+	if err := bolttest.InsertKey(path, bolttest.BucketMeta, []byte("version"), bolttest.SeqKey(bolt.FormatVersion+1)); err != nil {
 		t.Fatal(err)
 	}
 	for _, ro := range []bool{false, true} {
@@ -169,16 +169,16 @@ func TestVersionMismatch(t *testing.T) {
 // complete; every tree hash stored) as it is, and a writable Open
 // upgrades it to the current format.
 func TestVersion1(t *testing.T) {
-	l := ledgertest.MustCreate(t, &bolt.Options{IndexBatch: 1})
+	l := bolttest.MustCreate(t, &bolt.Options{IndexBatch: 1})
 	for i := range 6 {
-		ledgertest.AppendHandoff(t, l, handoff(i))
+		bolttest.AppendHandoff(t, l, handoff(i))
 	}
-	v1 := ledgertest.CopyFile(t, l.Path())
+	v1 := bolttest.CopyFile(t, l.Path())
 	toFormat3(t, v1)
-	if err := ledgertest.InsertKey(v1, ledgertest.BucketMeta, []byte("version"), ledgertest.SeqKey(1)); err != nil {
+	if err := bolttest.InsertKey(v1, bolttest.BucketMeta, []byte("version"), bolttest.SeqKey(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
+	if err := bolttest.DeleteKey(v1, bolttest.BucketMeta, []byte("indexed")); err != nil {
 		t.Fatal(err)
 	}
 	r, err := bolt.Open(v1, &bolt.Options{ReadOnly: true})
@@ -196,10 +196,10 @@ func TestVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatalf("writable Open of a version-1 file = %v", err)
 	}
-	ledgertest.AppendHandoff(t, w, handoff(7))
+	bolttest.AppendHandoff(t, w, handoff(7))
 	w.Close()
-	ledgertest.MustCheck(t, v1)
-	if err := ledgertest.DeleteKey(v1, ledgertest.BucketMeta, []byte("indexed")); err != nil {
+	bolttest.MustCheck(t, v1)
+	if err := bolttest.DeleteKey(v1, bolttest.BucketMeta, []byte("indexed")); err != nil {
 		t.Fatal(err)
 	}
 	r, err = bolt.Open(v1, &bolt.Options{ReadOnly: true})
@@ -215,11 +215,11 @@ func TestVersion1(t *testing.T) {
 // TestReadOnlyNoChange proves the read paths do not write: the file's bytes
 // are the same before and after.
 func TestReadOnlyNoChange(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	l := bolttest.MustCreate(t, nil)
 	for i := range 20 {
-		ledgertest.AppendHandoff(t, l, handoff(i))
+		bolttest.AppendHandoff(t, l, handoff(i))
 	}
-	path := ledgertest.CopyFile(t, l.Path())
+	path := bolttest.CopyFile(t, l.Path())
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +237,7 @@ func TestReadOnlyNoChange(t *testing.T) {
 	r.Find(ledger.Query{Agent: "domain-05-product"})
 	r.ProveInclusion(3, 10)
 	r.ProveConsistency(3, 10)
-	r.Blob(entry.Sum256(ledgertest.LockBytes))
+	r.Blob(entry.Sum256(bolttest.LockBytes))
 	r.WriteTo(&bytes.Buffer{})
 	if _, err := r.Redact(context.Background(), 3, "x"); !errors.Is(err, ledger.ErrReadOnly) {
 		t.Errorf("Redact on read-only = %v", err)
@@ -254,9 +254,9 @@ func TestReadOnlyNoChange(t *testing.T) {
 
 // TestWriteTo: the backup is a ledger with the same chain.
 func TestWriteTo(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	l := bolttest.MustCreate(t, nil)
 	for i := range 5 {
-		ledgertest.AppendHandoff(t, l, handoff(i))
+		bolttest.AppendHandoff(t, l, handoff(i))
 	}
 	var buf bytes.Buffer
 	if _, err := l.WriteTo(&buf); err != nil {
@@ -264,7 +264,7 @@ func TestWriteTo(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "backup.db")
 	os.WriteFile(path, buf.Bytes(), 0o600)
-	ledgertest.MustCheck(t, path)
+	bolttest.MustCheck(t, path)
 	b, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
 
 // TestCheckPagesRefusesCycles: a branch page made to point at itself would
@@ -30,7 +30,7 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 		}
 	}
 	l.Close()
-	intact, err := readOutcomes(path, false, []uint64{1, 2, 100, 200, 399, 400, 401}, 400, "domain-05-product", "wf-1", entry.Sum256(ledgertest.LockBytes))
+	intact, err := readOutcomes(path, false, []uint64{1, 2, 100, 200, 399, 400, 401}, 400, "domain-05-product", "wf-1", entry.Sum256(bolttest.LockBytes))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 	// meet the cycles on their paths: ErrCorrupt, or the intact answer
 	// where a read's path has no looped page.
 	seqs := []uint64{1, 2, 100, 200, 399, 400, 401}
-	blob := entry.Sum256(ledgertest.LockBytes)
+	blob := entry.Sum256(bolttest.LockBytes)
 	guarded, err := readOutcomes(path, false, seqs, 400, "domain-05-product", "wf-1", blob)
 	if err == nil {
 		if !slices.Contains(guarded, "error corrupt") {
@@ -81,5 +81,5 @@ func TestCheckPagesRefusesCycles(t *testing.T) {
 	} else if !errors.Is(err, ledger.ErrCorrupt) {
 		t.Fatalf("Open of a cyclic file = %v, want ErrCorrupt", err)
 	}
-	_ = ledgertest.SeqKey // keep the helper package linked for the shared fixtures
+	_ = bolttest.SeqKey // keep the helper package linked for the shared fixtures
 }

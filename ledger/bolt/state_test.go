@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/internal/ledgertest"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
+	"github.com/govledger/govledger/ledger/bolt/bolttest"
 	"github.com/govledger/govledger/reason"
 )
 
@@ -21,7 +21,7 @@ var mismatch = []reason.Reason{{Code: reason.HashMismatch, Severity: reason.Crit
 // TestDerivedState: accepted IDs (first one wins), blocked agents (blocks,
 // unblock, lock snapshot clears) and snapshots in force, as Build sees them.
 func TestDerivedState(t *testing.T) {
-	l := ledgertest.MustCreate(t, newClockOpts())
+	l := bolttest.MustCreate(t, newClockOpts())
 	ctx := context.Background()
 	var got struct {
 		acc     uint64
@@ -41,9 +41,9 @@ func TestDerivedState(t *testing.T) {
 	if got.accOK || got.blocked || got.inForce {
 		t.Fatalf("empty ledger state = %+v", got)
 	}
-	a1 := ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "a", Source: "x", Target: "y"})
-	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "a", Source: "x", Target: "y", Payload: []byte("again")})
-	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "b", Source: "x", Target: "y", Reasons: mismatch, Blocks: []string{"x"}})
+	a1 := bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "a", Source: "x", Target: "y"})
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "a", Source: "x", Target: "y", Payload: []byte("again")})
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "b", Source: "x", Target: "y", Reasons: mismatch, Blocks: []string{"x"}})
 	probe("a", "x")
 	if got.acc != a1.Entry.Seq || !got.accOK || !got.blocked || !got.inForce {
 		t.Fatalf("state = %+v, want accepted at %d, x blocked", got, a1.Entry.Seq)
@@ -52,12 +52,12 @@ func TestDerivedState(t *testing.T) {
 	if got.accOK || got.blocked {
 		t.Fatalf("rejected b accepted or y blocked: %+v", got)
 	}
-	ledgertest.AppendUnblock(t, l, "x", "reviewed")
+	bolttest.AppendUnblock(t, l, "x", "reviewed")
 	probe("a", "x")
 	if got.blocked {
 		t.Fatal("x still blocked after unblock")
 	}
-	ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "c", Source: "x", Target: "y", Reasons: mismatch, Blocks: []string{"x", "y"}})
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "c", Source: "x", Target: "y", Reasons: mismatch, Blocks: []string{"x", "y"}})
 	// A new lock lifts no block when nothing says which hashes changed.
 	res, err := l.Append(ctx, &ledger.Request{Snapshots: []ledger.Snapshot{{What: entry.SnapshotLock, Bytes: []byte("lock v2")}}})
 	if err != nil || len(res.Entries) != 1 || res.Entries[0].Entry.Lifts == nil || len(*res.Entries[0].Entry.Lifts) != 0 {
@@ -112,14 +112,14 @@ func TestFind(t *testing.T) {
 func testFind(t *testing.T, batch int) {
 	o := newClockOpts()
 	o.IndexBatch = batch
-	l := ledgertest.MustCreate(t, o)
+	l := bolttest.MustCreate(t, o)
 	for i := range 12 {
 		h := handoff(i)
 		if i%4 == 0 {
 			h.Reasons = mismatch
 			h.Source = "domain-06-security"
 		}
-		ledgertest.AppendHandoff(t, l, h)
+		bolttest.AppendHandoff(t, l, h)
 		if i == 6 {
 			path := l.Path()
 			if err := l.Close(); err != nil {
@@ -132,7 +132,7 @@ func testFind(t *testing.T, batch int) {
 			defer l.Close()
 		}
 	}
-	ledgertest.AppendUnblock(t, l, "domain-06-security", "ok")
+	bolttest.AppendUnblock(t, l, "domain-06-security", "ok")
 	all, _ := l.Find(ledger.Query{})
 	if len(all) != 15 {
 		t.Fatalf("Find({}) = %v", all)
@@ -162,9 +162,9 @@ func testFind(t *testing.T, batch int) {
 }
 
 func TestRedact(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	l := bolttest.MustCreate(t, nil)
 	ctx := context.Background()
-	a := ledgertest.AppendHandoff(t, l, ledgertest.Handoff{ID: "a", Source: "x", Target: "y", Payload: []byte("secret")})
+	a := bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "a", Source: "x", Target: "y", Payload: []byte("secret")})
 	sum := *a.Entry.PayloadSHA256
 	if b, err := l.Blob(sum); err != nil || string(b) != "secret" {
 		t.Fatalf("Blob = %q, %v", b, err)
@@ -196,9 +196,9 @@ func TestRedact(t *testing.T) {
 }
 
 func TestAppendRefuses(t *testing.T) {
-	l := ledgertest.MustCreate(t, nil)
+	l := bolttest.MustCreate(t, nil)
 	ctx := context.Background()
-	ledgertest.AppendHandoff(t, l, handoff(0))
+	bolttest.AppendHandoff(t, l, handoff(0))
 	bad := func(mut func(req *ledger.Request)) error {
 		req := handoff(1).Build()
 		mut(req)
@@ -260,7 +260,7 @@ func TestAppendRefuses(t *testing.T) {
 func TestTimeNeverGoesBack(t *testing.T) {
 	times := []time.Time{t0, t0, t0.Add(time.Hour), t0, t0.Add(2 * time.Hour)} // the first is read by create
 	i := 0
-	l := ledgertest.MustCreate(t, &bolt.Options{Now: func() time.Time { i++; return times[min(i-1, len(times)-1)] }})
+	l := bolttest.MustCreate(t, &bolt.Options{Now: func() time.Time { i++; return times[min(i-1, len(times)-1)] }})
 	var got []time.Time
 	for range 4 {
 		res, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
@@ -292,7 +292,7 @@ func TestFailedCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ledgertest.AppendHandoff(t, l, handoff(0))
+	bolttest.AppendHandoff(t, l, handoff(0))
 	eio := errors.New("input/output error")
 	fd.err = eio
 	if _, err := l.Append(context.Background(), handoff(1).Build()); !errors.Is(err, eio) {
@@ -305,7 +305,7 @@ func TestFailedCommit(t *testing.T) {
 		}
 	}
 	l.Close()
-	ledgertest.MustCheck(t, path)
+	bolttest.MustCheck(t, path)
 	r, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +357,7 @@ func TestUnavailableCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ledgertest.AppendHandoff(t, l, handoff(0))
+			bolttest.AppendHandoff(t, l, handoff(0))
 			before, _, _ := l.Head()
 			fd.err, fd.store = tc.err, tc.stored
 			if _, err := l.Append(context.Background(), handoff(1).Build()); !errors.Is(err, ledger.ErrUnavailable) {
@@ -376,7 +376,7 @@ func TestUnavailableCommit(t *testing.T) {
 				t.Errorf("next entry seq %d, want %d (built on the head actually stored)", got, want)
 			}
 			l.Close()
-			ledgertest.MustCheck(t, path)
+			bolttest.MustCheck(t, path)
 		})
 	}
 }

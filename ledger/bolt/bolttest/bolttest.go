@@ -1,8 +1,8 @@
-// Package ledgertest helps test code that uses a ledger: MustCreate opens
+// Package bolttest helps test code that uses a ledger: MustCreate opens
 // a fresh ledger whose structure is checked when the test ends, Append
 // helpers record entries in one line, and the tamper helpers (tamper.go)
 // damage a closed ledger file in one named way each.
-package ledgertest
+package bolttest
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func (h Handoff) Build() *ledger.Request {
 	req.Build = func(st ledger.State, e *entry.Entry) error {
 		m, l, ok := st.InForce()
 		if !ok {
-			return errors.New("ledgertest: no snapshots in force")
+			return errors.New("bolttest: no snapshots in force")
 		}
 		rs := h.Reasons
 		if rs == nil {

@@ -1,4 +1,4 @@
-package ledgertest
+package bolttest
 
 import (
 	"bytes"
@@ -84,7 +84,7 @@ func update(path string, fn func(tx *bbolt.Tx) error) error {
 func mustBucket(tx *bbolt.Tx, name string) (*bbolt.Bucket, error) {
 	b := tx.Bucket([]byte(name))
 	if b == nil {
-		return nil, fmt.Errorf("ledgertest: no bucket %q", name)
+		return nil, fmt.Errorf("bolttest: no bucket %q", name)
 	}
 	return b, nil
 }
@@ -98,7 +98,7 @@ func FlipByte(path, bucket string, key []byte, offset int) error {
 		}
 		v := append([]byte(nil), b.Get(key)...)
 		if offset < 0 || offset >= len(v) {
-			return fmt.Errorf("ledgertest: offset %d outside %d-byte value of %s/%x", offset, len(v), bucket, key)
+			return fmt.Errorf("bolttest: offset %d outside %d-byte value of %s/%x", offset, len(v), bucket, key)
 		}
 		v[offset] ^= 0x01
 		return b.Put(key, v)
@@ -113,7 +113,7 @@ func DeleteKey(path, bucket string, key []byte) error {
 			return err
 		}
 		if b.Get(key) == nil {
-			return fmt.Errorf("ledgertest: %s/%x not present", bucket, key)
+			return fmt.Errorf("bolttest: %s/%x not present", bucket, key)
 		}
 		return b.Delete(key)
 	})
@@ -156,7 +156,7 @@ func DuplicateEntry(path string, seq uint64) error {
 		}
 		v := b.Get(SeqKey(seq))
 		if v == nil {
-			return fmt.Errorf("ledgertest: no entry %d", seq)
+			return fmt.Errorf("bolttest: no entry %d", seq)
 		}
 		k, _ := b.Cursor().Last()
 		return b.Put(SeqKey(binary.BigEndian.Uint64(k)+1), append([]byte(nil), v...))
@@ -191,7 +191,7 @@ func EditIndex(path, bucket string, seq, newSeq uint64) error {
 			return nil
 		})
 		if len(put) == 0 {
-			return fmt.Errorf("ledgertest: no %s reference to seq %d", bucket, seq)
+			return fmt.Errorf("bolttest: no %s reference to seq %d", bucket, seq)
 		}
 		for _, x := range del {
 			if err := b.Delete(x.k); err != nil {
@@ -221,11 +221,11 @@ func RewindMetaHead(path string, k uint64) error {
 		}
 		h := m.Get([]byte("head"))
 		if len(h) != 40 {
-			return errors.New("ledgertest: no head")
+			return errors.New("bolttest: no head")
 		}
 		seq := binary.BigEndian.Uint64(h)
 		if k > seq {
-			return fmt.Errorf("ledgertest: cannot rewind %d entries of %d", k, seq)
+			return fmt.Errorf("bolttest: cannot rewind %d entries of %d", k, seq)
 		}
 		if seq == k {
 			return m.Delete([]byte("head"))
@@ -249,7 +249,7 @@ func BlobKey(path string, sum entry.Hash) (key []byte, err error) {
 			key = append([]byte(nil), idx.Get(sum[:])...)
 		}
 		if b := tx.Bucket([]byte(BucketBlobs)); b == nil || len(key) == 0 || b.Get(key) == nil {
-			return fmt.Errorf("ledgertest: no blob %s", sum)
+			return fmt.Errorf("bolttest: no blob %s", sum)
 		}
 		return nil
 	})
@@ -323,7 +323,7 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 		if e.Kind == entry.KindSnapshot {
 			data, err := src.Blob(*e.ContentSHA256)
 			if err != nil {
-				return fmt.Errorf("ledgertest: snapshot %d: %w", seq, err)
+				return fmt.Errorf("bolttest: snapshot %d: %w", seq, err)
 			}
 			req.Snapshots = []ledger.Snapshot{{What: e.What, Bytes: data}}
 		} else {
@@ -342,10 +342,10 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 		}
 		res, err := dst.Append(ctx, &req)
 		if err != nil {
-			return fmt.Errorf("ledgertest: replay %d: %w", seq, err)
+			return fmt.Errorf("bolttest: replay %d: %w", seq, err)
 		}
 		if a := res.Last(); a == nil || a.Entry.Seq != seq {
-			return fmt.Errorf("ledgertest: replay %d: wrote %v", seq, res.Entries)
+			return fmt.Errorf("bolttest: replay %d: wrote %v", seq, res.Entries)
 		}
 	}
 	if err := dst.Close(); err != nil {
