@@ -214,7 +214,10 @@ func TestAnchorNeeded(t *testing.T) {
 	}
 }
 
-var flips = flag.Int("corrupt-flips", 200, "random byte flips in TestCorruptNeverPanics")
+var (
+	flips       = flag.Int("corrupt-flips", 200, "random byte flips in TestCorruptNeverPanics")
+	corruptSeed = flag.Uint64("corrupt-seed", 0, "the seed of TestCorruptNeverPanics (0: from the clock), to repeat a run")
+)
 
 // TestCorruptNeverPanics flips random bytes of a ledger file copy, then
 // opens, scans, gets, finds and checks it: every outcome must be a clean
@@ -244,8 +247,11 @@ func TestCorruptNeverPanics(t *testing.T) {
 	// Flip bytes of the pages in use: the file is mostly room to grow.
 	r := parseRaw(t, orig)
 	inUse := int(min(r.hw*r.ps, uint64(len(orig))))
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (file %d bytes)", seed, len(orig))
+	seed := *corruptSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (file %d bytes; -corrupt-seed to repeat)", seed, len(orig))
 	rng := rand.New(rand.NewPCG(seed, 1))
 	path := t.TempDir() + "/c.db"
 	var opened, detected, corruptErrs int

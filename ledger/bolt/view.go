@@ -373,9 +373,21 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 			slices.Sort(cands) // index keys are prefix||seq: only a hostile file
 		}
 		// Entries beyond meta "indexed" have no index keys yet: every one
-		// is a candidate, confirmed below like the others.
-		for seq := indexed + 1; seq <= head; seq++ {
-			cands = append(cands, seq)
+		// is a candidate, confirmed below like the others. They are read
+		// from the entries bucket, not counted up to the head: a damaged
+		// head seq must not size a list.
+		if indexed < head {
+			ec, next := v.entries.Cursor(), indexed+1
+			for k, _ := ec.Seek(be64(next)); k != nil && next <= head; k, _ = ec.Next() {
+				if len(k) != 8 || binary.BigEndian.Uint64(k) != next {
+					break
+				}
+				cands = append(cands, next)
+				next++
+			}
+			if next <= head {
+				return &ledger.RecordError{Seq: next, Op: "find", Err: fmt.Errorf("%w: entry %d missing below the head %d", ledger.ErrCorrupt, next, head)}
+			}
 		}
 		for i, seq := range cands {
 			if i%1024 == 1023 {
