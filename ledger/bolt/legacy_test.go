@@ -261,23 +261,7 @@ func TestUpgradeRefusesABadTree(t *testing.T) {
 			if err := tt.tamper(p); err != nil {
 				t.Fatal(err)
 			}
-			before, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w, err := bolt.Open(p, nil); !errors.Is(err, ledger.ErrCorrupt) {
-				if err == nil {
-					w.Close()
-				}
-				t.Fatalf("writable Open = %v, want ErrCorrupt", err)
-			}
-			after, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(before, after) {
-				t.Errorf("the failed upgrade changed the file")
-			}
+			wantUpgradeRefused(t, p)
 		})
 	}
 }
@@ -467,23 +451,30 @@ func TestUpgradeRefusesFormat4(t *testing.T) {
 			if err := tt.tamper(p); err != nil {
 				t.Fatal(err)
 			}
-			before, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w, err := bolt.Open(p, nil); !errors.Is(err, ledger.ErrCorrupt) {
-				if err == nil {
-					w.Close()
-				}
-				t.Fatalf("writable Open = %v, want ErrCorrupt", err)
-			}
-			after, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(before, after) {
-				t.Errorf("the failed upgrade changed the file")
-			}
+			wantUpgradeRefused(t, p)
 		})
+	}
+}
+
+// wantUpgradeRefused: a writable Open of the old-format file p fails with
+// ErrCorrupt and leaves its bytes as they were.
+func wantUpgradeRefused(t *testing.T, p string) {
+	t.Helper()
+	before, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := bolt.Open(p, nil); !errors.Is(err, ledger.ErrCorrupt) {
+		if err == nil {
+			w.Close()
+		}
+		t.Fatalf("writable Open = %v, want ErrCorrupt", err)
+	}
+	after, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the failed upgrade changed the file")
 	}
 }
