@@ -241,6 +241,18 @@ var (
 	ErrVersionMismatch = errors.New("entry version mismatch")
 )
 
+// Blob returns the SHA-256 of the bytes stored beside the entry — a
+// handoff's payload, a snapshot's content — or nil for other kinds.
+func (e *Entry) Blob() *Hash {
+	switch e.Kind {
+	case KindHandoff:
+		return e.PayloadSHA256
+	case KindSnapshot:
+		return e.ContentSHA256
+	}
+	return nil
+}
+
 // Canonical returns the RFC 8785 canonical bytes of e. Entry's fields are
 // declared in canonical key order and strings are escaped as JCS requires,
 // so marshaling yields the canonical form directly (TestMarshalIsCanonical

@@ -133,7 +133,7 @@ func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
 	}
 	b := &Inclusion{Schema: SchemaInclusion, Origin: cp.Origin, Seq: seq, LeafIndex: seq - 1, TreeSize: cp.Size,
 		Entry: string(canon), EntryHash: entry.Hash(leaf), InclusionProof: hashes(p), Checkpoint: string(cp.Signed)}
-	if sum := payloadSum(e); sum != nil {
+	if sum := e.Blob(); sum != nil {
 		data, err := src.Blob(*sum)
 		switch {
 		case err == nil:
@@ -196,18 +196,6 @@ func tlogHashes(p []entry.Hash) []tlog.Hash {
 		out[i] = tlog.Hash(h)
 	}
 	return out
-}
-
-// payloadSum returns the hash of the bytes stored beside entry e: the
-// payload of a handoff, the content of a snapshot; nil for other kinds.
-func payloadSum(e *entry.Entry) *entry.Hash {
-	switch e.Kind {
-	case entry.KindHandoff:
-		return e.PayloadSHA256
-	case entry.KindSnapshot:
-		return e.ContentSHA256
-	}
-	return nil
 }
 
 func payloadSize(e *entry.Entry) *int64 {
@@ -349,7 +337,7 @@ func (b *Inclusion) Verify(verifiers note.Verifiers) (*Result, error) {
 	if err := tlog.CheckRecord(tlogHashes(b.InclusionProof), int64(cp.Size), cp.Hash, int64(b.LeafIndex), tlog.Hash(leaf)); err != nil {
 		return r, fmt.Errorf("%w: entry %d in tree of %d: %v", ErrInclusionProof, b.Seq, cp.Size, err)
 	}
-	sum := payloadSum(e)
+	sum := e.Blob()
 	switch {
 	case sum == nil:
 		if b.PayloadB64 != nil || b.Redacted {

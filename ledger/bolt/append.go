@@ -179,7 +179,7 @@ func (w *writer) store(b *ledger.Batch) error {
 func (w *writer) putBlobs(b *ledger.Batch) error {
 	done := make(map[entry.Hash]bool, len(b.Blobs))
 	for _, a := range b.Entries {
-		sum := blobOf(a.Entry)
+		sum := a.Entry.Blob()
 		if sum == nil || done[*sum] {
 			continue
 		}

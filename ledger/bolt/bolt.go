@@ -660,7 +660,7 @@ func blobsBySeq(tx *bolt.Tx, head uint64) error {
 		if err != nil {
 			return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
 		}
-		if sum := blobOf(e); sum != nil {
+		if sum := e.Blob(); sum != nil {
 			if _, ok := owner[*sum]; !ok && old.Get(sum[:]) != nil {
 				owner[*sum] = seq
 			}

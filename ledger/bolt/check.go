@@ -274,7 +274,7 @@ func (c *checker) derive(seq uint64, e *entry.Entry) {
 	if err := st.Judge(e, entry.LeafHash(c.raw)); err != nil {
 		c.add(seq, ledger.FindStateRule, "an entry that follows the ledger state", err.Error())
 	}
-	if sum := blobOf(e); sum != nil {
+	if sum := e.Blob(); sum != nil {
 		c.refs[*sum] = seq
 		if c.version >= 5 {
 			c.named[seq] = *sum

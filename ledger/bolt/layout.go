@@ -205,15 +205,3 @@ func indexKeys(e *entry.Entry) map[string][][]byte {
 	}
 	return out
 }
-
-// blobOf returns the blob an entry names (a handoff's payload, a
-// snapshot's content), or nil.
-func blobOf(e *entry.Entry) *entry.Hash {
-	switch e.Kind {
-	case entry.KindHandoff:
-		return e.PayloadSHA256
-	case entry.KindSnapshot:
-		return e.ContentSHA256
-	}
-	return nil
-}
