@@ -1,11 +1,13 @@
 package handoff_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,6 +24,10 @@ import (
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/handoffs from the generator tables")
 
 const corpusRoot = "../testdata/handoffs"
+
+// genRoot is where the generators write: corpusRoot with -update-corpus,
+// a temporary folder otherwise.
+var genRoot = corpusRoot
 
 // corpusNow is the clock of every corpus test.
 const corpusNow = "2026-02-04T20:00:00Z"
@@ -89,15 +95,63 @@ func writeCorpus(t *testing.T, dir string, e expectFile, docs []doc) {
 	}
 }
 
+// TestGenerateCorpus runs the generators: with -update-corpus into
+// testdata/handoffs, otherwise into a temporary folder, where every file
+// they write must be byte for byte the committed one, and every folder of
+// documents must hold no committed file they did not write (so the corpus
+// the other tests read is the tables' corpus, not an edited copy).
 func TestGenerateCorpus(t *testing.T) {
 	if !*updateCorpus {
-		t.Skip("skipped because this is the corpus generator, not a check: it rewrites testdata/handoffs only when run with -update-corpus (the corpus tests check the files it wrote)")
+		genRoot = t.TempDir()
+		defer func() { genRoot = corpusRoot }()
 	}
 	generateGoverned(t)
 	generateSwarm(t)
 	generateSkill(t)
 	generateVBW(t)
 	generateTask(t)
+	if *updateCorpus {
+		return
+	}
+	files := 0
+	err := filepath.WalkDir(genRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(genRoot, path)
+		committed := filepath.Join(corpusRoot, rel)
+		if d.IsDir() {
+			if _, err := os.Stat(filepath.Join(path, "expect.json")); err != nil {
+				return nil // not a folder of documents
+			}
+			names, err := os.ReadDir(committed)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				if _, err := os.Stat(filepath.Join(path, n.Name())); err != nil {
+					t.Errorf("%s: committed, but no generator table writes it", filepath.Join(committed, n.Name()))
+				}
+			}
+			return nil
+		}
+		files++
+		want, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		got, err := os.ReadFile(committed)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the generator writes (%v): run go test ./handoff -run TestGenerateCorpus -update-corpus", committed, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 300 {
+		t.Fatalf("the generators wrote %d files, want the whole corpus (>= 300)", files)
+	}
 }
 
 func sha(b []byte) string {
@@ -107,7 +161,7 @@ func sha(b []byte) string {
 
 func writeFixture(t *testing.T, rel, body string) string {
 	t.Helper()
-	p := filepath.Join(corpusRoot, rel)
+	p := filepath.Join(genRoot, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func generateGoverned(t *testing.T) {
 		// RFC 4122: hex digits are "case insensitive on input"; recorded in lower case.
 		{name: "handoff-id-upper-case.json", format: G, body: rep(governedSeed, `"550e8400-e29b-41d4-a716-446655440000"`, `"550E8400-E29B-41D4-A716-446655440000"`)},
 	}
-	writeCorpus(t, filepath.Join(corpusRoot, "governed", "valid"), expectFile{}, valid)
+	writeCorpus(t, filepath.Join(genRoot, "governed", "valid"), expectFile{}, valid)
 
 	S, U, P, I, T, R := "SCHEMA_INVALID", "UNPARSEABLE", "UNKNOWN_FORMAT", "INVALID_ID", "INVALID_TIMESTAMP", "INVALID_REQUEST_TYPE"
 	b := governedSeed
@@ -364,5 +364,5 @@ func generateGoverned(t *testing.T) {
 	// Detection edge: a document that is both governed/1 and vbw/1.
 	add("detect-ambiguous-with-vbw-type", rep(b, `"protocol_version"`, `"type": "qa_result",
   "protocol_version"`), "", P)
-	writeCorpus(t, filepath.Join(corpusRoot, "governed", "hostile"), expectFile{}, h)
+	writeCorpus(t, filepath.Join(genRoot, "governed", "hostile"), expectFile{}, h)
 }

@@ -68,7 +68,7 @@ func generateSkill(t *testing.T) {
 			"  warnings: [\"Some older papers (pre-2020) may have outdated methods\"]\n", "")},
 		{name: "bom.yaml", format: K, body: "\xef\xbb\xbf" + b},
 	}
-	writeCorpus(t, filepath.Join(corpusRoot, "skill", "valid"), expectFile{}, valid)
+	writeCorpus(t, filepath.Join(genRoot, "skill", "valid"), expectFile{}, valid)
 
 	S, U := "SCHEMA_INVALID", "UNPARSEABLE"
 	var h []doc
@@ -113,5 +113,5 @@ func generateSkill(t *testing.T) {
 	add("i1-duplicate-key", rep(b, "source_skill: researcher", "source_skill: researcher\n  source_skill: orchestrator"), U)
 	add("i3-two-documents", b+"---\n"+b, U)
 	add("i9-tagged-checksum", rep(b, `checksum: "sha256:`, `checksum: !!str "sha256:`), U)
-	writeCorpus(t, filepath.Join(corpusRoot, "skill", "hostile"), expectFile{}, h)
+	writeCorpus(t, filepath.Join(genRoot, "skill", "hostile"), expectFile{}, h)
 }

@@ -138,7 +138,7 @@ func generateSwarm(t *testing.T) {
 		// "v1.0 payloads are still valid (v2.0 is a superset)"; v1.0 was hard-coded to lit-pm.
 		{name: "version-1-0.yaml", format: W, body: rep(rep(minimal, `version: "2.0"`, `version: "1.0"`), "skill: statistician", "skill: lit-pm")},
 	}
-	writeCorpus(t, filepath.Join(corpusRoot, "swarm", "valid"), expectFile{}, valid)
+	writeCorpus(t, filepath.Join(genRoot, "swarm", "valid"), expectFile{}, valid)
 
 	S, U, P := "SCHEMA_INVALID", "UNPARSEABLE", "UNKNOWN_FORMAT"
 	var h []doc
@@ -204,5 +204,5 @@ func generateSwarm(t *testing.T) {
 	add("i6-depth-33", rep(minimal, "  context:", "  deep: "+strings.Repeat("[", 31)+strings.Repeat("]", 31)+"\n  context:"), W, U)
 	add("syntax-error-tab-indent", rep(minimal, "    skill: statistician", "\tskill: statistician"), W, U)
 	add("detect-ambiguous-with-skill", rep(minimal, "  source:", "  source_skill: researcher\n  source:"), "", P)
-	writeCorpus(t, filepath.Join(corpusRoot, "swarm", "hostile"), expectFile{}, h)
+	writeCorpus(t, filepath.Join(genRoot, "swarm", "hostile"), expectFile{}, h)
 }

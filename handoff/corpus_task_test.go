@@ -120,7 +120,7 @@ func generateTask(t *testing.T) {
 		{name: "tilde-fence.md", format: T, body: "## Handoff\n\n~~~yaml\noutcome: completed\nfiles_created:\n  - path: docs/a.md\n    purpose: Notes with a ``` fence inside\n    lines: all\n~~~\n"},
 		{name: "bom.md", format: T, body: "\xef\xbb\xbf" + blocked},
 	}
-	writeCorpus(t, filepath.Join(corpusRoot, "task", "valid"), expectFile{From: "orchestrator", To: "domain-03-technical"}, valid)
+	writeCorpus(t, filepath.Join(genRoot, "task", "valid"), expectFile{From: "orchestrator", To: "domain-03-technical"}, valid)
 
 	S, U, E := "SCHEMA_INVALID", "UNPARSEABLE", "PATH_ESCAPE"
 	b := taskSeedBare
@@ -165,7 +165,7 @@ func generateTask(t *testing.T) {
 	add("yaml-without-heading", "outcome: completed\n", S)
 	add("tilde-fence-not-closed-by-backticks", "## Handoff\n\n~~~yaml\noutcome: completed\n```\n", U)
 	h = append(h, doc{name: "no-agents.md", body: blocked, format: T, codes: []string{"AGENTS_REQUIRED"}, noAgents: true})
-	writeCorpus(t, filepath.Join(corpusRoot, "task", "hostile"), expectFile{From: "orchestrator", To: "domain-03-technical"}, h)
+	writeCorpus(t, filepath.Join(genRoot, "task", "hostile"), expectFile{From: "orchestrator", To: "domain-03-technical"}, h)
 }
 
 func crlf(s string) string {

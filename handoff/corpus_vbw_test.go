@@ -114,7 +114,7 @@ func generateVBW(t *testing.T) {
 		doc{name: "debugger-low-insufficient-evidence.json", format: V, body: rep(rep(vbwDebugger, `"confidence": "high"`, `"confidence": "low"`),
 			`"Add mutex lock around token refresh in auth middleware, or 'Insufficient evidence' if confidence is low"`, `"Insufficient evidence"`)},
 	)
-	writeCorpus(t, filepath.Join(corpusRoot, "vbw", "valid"), expectFile{From: "domain-03-technical", To: "domain-02-analysis"}, valid)
+	writeCorpus(t, filepath.Join(genRoot, "vbw", "valid"), expectFile{From: "domain-03-technical", To: "domain-02-analysis"}, valid)
 
 	S, U, P, C := "SCHEMA_INVALID", "UNPARSEABLE", "UNKNOWN_FORMAT", "COUNTS_INCONSISTENT"
 	var h []doc
@@ -170,5 +170,5 @@ func generateVBW(t *testing.T) {
 	add("i5-huge-count", rep(rep(vbwQA, `"passed": 18`, `"passed": 9007199254740993`), `"total": 20`, `"total": 9007199254740995`), V, U)
 	h = append(h, doc{name: "no-agents.json", body: vbwProgress, format: V, codes: []string{"AGENTS_REQUIRED"}, noAgents: true})
 	add("markdown-control-chars", "## notes\x1b[2J\x07 cleared your terminal\n", "", U)
-	writeCorpus(t, filepath.Join(corpusRoot, "vbw", "hostile"), expectFile{From: "domain-03-technical", To: "domain-02-analysis"}, h)
+	writeCorpus(t, filepath.Join(genRoot, "vbw", "hostile"), expectFile{From: "domain-03-technical", To: "domain-02-analysis"}, h)
 }

@@ -325,7 +325,7 @@ func readmeBundleCheck(t *testing.T) string {
 func TestVerifierREADMEBundleCheck(t *testing.T) {
 	py := python3(t)
 	if out, err := exec.Command(py, "-c", "import cryptography").CombinedOutput(); err != nil {
-		t.Skipf("the README's bundle check needs the Python cryptography package, not installed here: %v %s", err, out)
+		t.Fatalf("the README's bundle check needs the Python cryptography package (Debian: apt-get install python3-cryptography; .ci/run installs it): %v %s", err, out)
 	}
 	script := readmeBundleCheck(t)
 	vectors, err := filepath.Abs("../../checkpoint/testdata/proofs")
