@@ -261,14 +261,7 @@ func remoteShow(c *cli.Context, g *globals, cl *client.Client, arg string) error
 	}
 	res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: entry.LeafHash(raw).String(),
 		Entry: jsontext.Value(raw), Reasons: reasonsOf(e), Others: seqs[1:]}
-	var sum *entry.Hash
-	switch e.Kind {
-	case entry.KindHandoff:
-		sum = e.PayloadSHA256
-	case entry.KindSnapshot:
-		sum = e.ContentSHA256
-	}
-	if sum != nil {
+	if sum := e.Blob(); sum != nil {
 		p, err := cl.Payload(ctx, e.Seq)
 		switch st := problemStatus(err); {
 		case st == http.StatusGone:

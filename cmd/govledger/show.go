@@ -91,14 +91,7 @@ Examples:
 			}
 			res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: entry.LeafHash(raw).String(),
 				Entry: jsontext.Value(raw), Reasons: reasonsOf(e), Others: seqs[1:]}
-			var sum *entry.Hash
-			switch e.Kind {
-			case entry.KindHandoff:
-				sum = e.PayloadSHA256
-			case entry.KindSnapshot:
-				sum = e.ContentSHA256
-			}
-			if sum != nil {
+			if sum := e.Blob(); sum != nil {
 				p, err := l.Blob(*sum)
 				switch {
 				case errors.Is(err, ledger.ErrRedacted):
