@@ -309,7 +309,9 @@ func TestBrowserTimeline(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("f-decision"), "rejected"),
 		chromedp.SendKeys(chromedp.ID("f-agent"), "coder"),
 		chromedp.Submit(chromedp.ID("f-agent")),
-		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/timeline"]`)),
+		// The navigation's own Timeline link is on every page; only the
+		// filtered page has the clear link.
+		chromedp.WaitVisible(chromedp.ID("clear-filters")),
 	)
 	if loc := eval[string](tb, `location.search`); !strings.Contains(loc, "decision=rejected") || !strings.Contains(loc, "agent=coder") {
 		t.Errorf("filtered URL %q", loc)
