@@ -3,7 +3,6 @@ package handoff
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,16 +15,6 @@ import (
 // MaxFieldLen is the longest value, in bytes, that Parse copies into a
 // normalized Record field. A longer value is reported and left out.
 const MaxFieldLen = 256
-
-var (
-	// agentIDRE is the canonical agent id grammar of the manifest
-	// (package manifest), applied to every agent name a handoff carries.
-	agentIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	// rfc3339RE is the only timestamp shape accepted: RFC 3339 with an
-	// upper-case T and Z, 1-9 fraction digits.
-	rfc3339RE   = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$`)
-	sha256HexRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
-)
 
 // checker collects the findings of one document.
 type checker struct {
@@ -43,16 +32,12 @@ func join(path, key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-// fieldKeyRE is the shape of a member name that a field path names as it
-// is. Every name a format defines has it.
-var fieldKeyRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$`)
-
 // fieldKey renders a member name of the document for a field path: as it
 // is when it has the shape of a field name, otherwise as "<key>" (a name
 // with spaces, dots, control or non-ASCII characters, or more than 64
 // bytes, is content rather than a field name).
 func fieldKey(k string) string {
-	if fieldKeyRE.MatchString(k) {
+	if isFieldKey(k) { // the shape of every name a format defines
 		return k
 	}
 	return "<key>"
@@ -91,10 +76,10 @@ func (c *checker) schema(field string, n *node, format string, a ...any) {
 // get returns member key of obj; a missing or null required member is
 // reported (at obj's position) and nil returned.
 func (c *checker) get(obj *node, path, key string, required bool) *node {
-	field := join(path, key)
 	v, ok := obj.member(key)
 	if !ok || v.kind == kNull {
 		if required {
+			field := join(path, key)
 			if !ok {
 				c.missing = append(c.missing, field)
 				c.schema(field, obj, "required field is missing")
@@ -118,10 +103,22 @@ func (c *checker) want(field string, v *node, k kind) bool {
 	return true
 }
 
+// wantMember is want for member key of the mapping at path (the field
+// path is built only for a finding).
+func (c *checker) wantMember(path, key string, v *node, k kind) bool {
+	if v.big {
+		return false
+	}
+	if v.kind != k {
+		return c.want(join(path, key), v, k)
+	}
+	return true
+}
+
 // object returns member key when it is a mapping/object.
 func (c *checker) object(obj *node, path, key string, required bool) *node {
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(join(path, key), v, kObject) {
+	if v == nil || !c.wantMember(path, key, v, kObject) {
 		return nil
 	}
 	return v
@@ -131,7 +128,7 @@ func (c *checker) object(obj *node, path, key string, required bool) *node {
 // white space only.
 func (c *checker) str(obj *node, path, key string, required, nonEmpty bool) (string, *node, bool) {
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(join(path, key), v, kString) {
+	if v == nil || !c.wantMember(path, key, v, kString) {
 		return "", v, false
 	}
 	if v.timestamp {
@@ -160,7 +157,7 @@ func (c *checker) enum(obj *node, path, key string, required bool, code reason.C
 
 func (c *checker) boolean(obj *node, path, key string, required bool) *bool {
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(join(path, key), v, kBool) {
+	if v == nil || !c.wantMember(path, key, v, kBool) {
 		return nil
 	}
 	b := v.text == "true"
@@ -170,7 +167,7 @@ func (c *checker) boolean(obj *node, path, key string, required bool) *bool {
 // list returns member key when it is a list.
 func (c *checker) list(obj *node, path, key string, required bool) ([]*node, bool) {
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(join(path, key), v, kArray) {
+	if v == nil || !c.wantMember(path, key, v, kArray) {
 		return nil, false
 	}
 	return v.items, true
@@ -182,13 +179,20 @@ func (c *checker) strList(obj *node, path, key string, required bool) ([]string,
 	if !ok {
 		return nil, false
 	}
-	out := make([]string, 0, len(items))
+	var out []string
 	for i, it := range items {
-		if !c.want(index(join(path, key), i), it, kString) {
+		if it.big || it.kind != kString {
+			c.want(index(join(path, key), i), it, kString)
 			ok = false
 			continue
 		}
+		if out == nil {
+			out = make([]string, 0, len(items))
+		}
 		out = append(out, it.text)
+	}
+	if out == nil {
+		out = []string{}
 	}
 	return out, ok
 }
@@ -199,23 +203,29 @@ func (c *checker) objects(obj *node, path, key string, required bool) []*node {
 	if !ok {
 		return nil
 	}
-	out := make([]*node, len(items))
 	for i, it := range items {
-		if c.want(index(join(path, key), i), it, kObject) {
-			out[i] = it
+		if it.big || it.kind != kObject {
+			// Only a list with items that are not mappings is copied.
+			out := make([]*node, len(items))
+			for j, it := range items {
+				if j < i || c.want(index(join(path, key), j), it, kObject) {
+					out[j] = it
+				}
+			}
+			return out
 		}
 	}
-	return out
+	return items
 }
 
 // integer returns member key when it is a decimal integer >= min.
 func (c *checker) integer(obj *node, path, key string, required bool, min int64) (int64, bool) {
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(join(path, key), v, kNumber) {
+	if v == nil || !c.wantMember(path, key, v, kNumber) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v.text, 10, 64)
-	if err != nil || !decimalIntRE.MatchString(v.text) || v.text == "-0" {
+	if err != nil || !isDecimalInt(v.text) || v.text == "-0" {
 		c.schema(join(path, key), v, "is not an integer")
 		return 0, false
 	}
@@ -229,7 +239,7 @@ func (c *checker) integer(obj *node, path, key string, required bool, min int64)
 // number returns member key when it is any finite number.
 func (c *checker) number(obj *node, path, key string, required bool) bool {
 	v := c.get(obj, path, key, required)
-	return v != nil && c.want(join(path, key), v, kNumber)
+	return v != nil && c.wantMember(path, key, v, kNumber)
 }
 
 // known reports every member of obj not in names as SCHEMA_INVALID; why
@@ -238,13 +248,13 @@ func (c *checker) known(obj *node, path, why string, names ...string) {
 	if obj == nil {
 		return
 	}
-	for _, k := range obj.keys {
+	for i, k := range obj.keys {
 		if !slices.Contains(names, k) {
 			where := "the document"
 			if path != "" {
 				where = path
 			}
-			c.schema(join(path, fieldKey(k)), obj.members[k], "unknown field: %s; %s holds only %s", why, where, strings.Join(names, ", "))
+			c.schema(join(path, fieldKey(k)), obj.items[i], "unknown field: %s; %s holds only %s", why, where, strings.Join(names, ", "))
 		}
 	}
 }
@@ -252,14 +262,13 @@ func (c *checker) known(obj *node, path, why string, names ...string) {
 // timestamp checks member key as an RFC 3339 timestamp (INVALID_TIMESTAMP)
 // and returns its text and instant.
 func (c *checker) timestamp(obj *node, path, key string, required bool) (string, time.Time, bool) {
-	field := join(path, key)
 	v := c.get(obj, path, key, required)
-	if v == nil || !c.want(field, v, kString) {
+	if v == nil || !c.wantMember(path, key, v, kString) {
 		return "", time.Time{}, false
 	}
 	t, ok := parseTimestamp(v.text)
 	if !ok {
-		c.add(reason.InvalidTimestamp, reason.Error, field, v,
+		c.add(reason.InvalidTimestamp, reason.Error, join(path, key), v,
 			"is not an RFC 3339 timestamp (YYYY-MM-DDThh:mm:ss[.fraction](Z|+hh:mm), upper-case T and Z, at most 9 fraction digits)")
 		return "", time.Time{}, false
 	}
@@ -267,7 +276,7 @@ func (c *checker) timestamp(obj *node, path, key string, required bool) (string,
 }
 
 func parseTimestamp(s string) (time.Time, bool) {
-	if !rfc3339RE.MatchString(s) {
+	if !isRFC3339(s) { // RFC 3339 with upper-case T and Z, 1-9 fraction digits
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -276,7 +285,7 @@ func parseTimestamp(s string) (time.Time, bool) {
 
 // agentID checks an agent name against the canonical grammar.
 func (c *checker) agentID(field string, v *node, s string) bool {
-	if len(s) > MaxFieldLen || !agentIDRE.MatchString(s) {
+	if len(s) > MaxFieldLen || !isAgentID(s) {
 		c.schema(field, v, "is not a canonical agent id ([a-z0-9][a-z0-9-]*, at most %d bytes)", MaxFieldLen)
 		return false
 	}
@@ -318,7 +327,7 @@ func (c *checker) lexicalPath(field string, v *node, p string, relativeOnly bool
 // integerValue returns the value of a number node written as a decimal
 // integer.
 func (c *checker) integerValue(v *node) (int64, bool) {
-	if !decimalIntRE.MatchString(v.text) || v.text == "-0" {
+	if !isDecimalInt(v.text) || v.text == "-0" {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v.text, 10, 64)

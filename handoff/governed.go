@@ -18,8 +18,8 @@ var (
 // governedClosed is why an unknown governed/1 member is an error.
 const governedClosed = "seed 003 defines the canonical structure of a governed/1 handoff and no other field (no trace_id or workflow_id)"
 
-func parseGoverned(c *checker, rec *Record, data []byte) {
-	root, ok := c.jsonRoot(data)
+func parseGoverned(c *checker, rec *Record, data []byte, tree *node) {
+	root, ok := c.jsonRoot(data, tree)
 	if !ok || !c.want("", root, kObject) {
 		return
 	}
@@ -130,5 +130,5 @@ func canonicalUUIDv4(s string) (string, bool) {
 // validPromptHash accepts a SHA-256 in lower-case hex, bare or with the
 // "sha256:" prefix (both compare equal).
 func validPromptHash(s string) bool {
-	return sha256HexRE.MatchString(strings.TrimPrefix(s, "sha256:"))
+	return isSHA256Hex(strings.TrimPrefix(s, "sha256:"))
 }

@@ -55,12 +55,28 @@ type Detection struct {
 	Format  Format
 	Matched []Format
 	Err     error
+
+	// tree is the strict JSON tree detection read, kept for the format's
+	// reader; src is the text it was read from (Parse uses the tree only
+	// for the same bytes).
+	tree *node
+	src  string
 }
 
 // NewDetection runs Detect on data.
 func NewDetection(data []byte) *Detection {
-	f, m, err := Detect(data)
-	return &Detection{Format: f, Matched: m, Err: err}
+	d := &Detection{}
+	d.Format, d.Matched, d.tree, d.src, d.Err = detect(data)
+	return d
+}
+
+// jsonTree returns the strict JSON tree of data that detection read, or
+// nil.
+func (d *Detection) jsonTree(data []byte) *node {
+	if d == nil || d.tree == nil || d.src != string(data) {
+		return nil
+	}
+	return d.tree
 }
 
 // Parse reads one handoff document. It never returns nil and never
@@ -95,11 +111,13 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		return rec
 	}
 	format := opts.Format
+	var tree *node // the strict JSON tree of data, when detection read it
 	if format == "" {
 		d := opts.Detection
 		if d == nil {
 			d = NewDetection(data)
 		}
+		tree = d.jsonTree(data)
 		f, err := d.Format, d.Err
 		switch {
 		case err == nil:
@@ -130,7 +148,7 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		return rec
 	}
 	rec.Format = format
-	if !utf8.Valid(data) {
+	if tree == nil && !utf8.Valid(data) { // a strict JSON tree is valid UTF-8
 		line, col := strictjson.Position(data, int64(invalidUTF8At(data)))
 		c.add(reason.Unparseable, reason.Error, "", nil, "%d:%d: invalid UTF-8", line, col)
 		return rec
@@ -141,13 +159,13 @@ func Parse(data []byte, opts Options) (rec *Record) {
 	// swarm/2, skill/1, task/1 and vbw/1 markdown read the text after it.
 	switch format {
 	case Governed:
-		parseGoverned(c, rec, data)
+		parseGoverned(c, rec, data, tree)
 	case Swarm:
 		parseSwarm(c, rec, data, opts)
 	case Skill:
 		parseSkill(c, rec, data, opts)
 	case VBW:
-		parseVBW(c, rec, data, opts)
+		parseVBW(c, rec, data, opts, tree)
 	case Task:
 		parseTask(c, rec, data, opts)
 	}
@@ -281,44 +299,84 @@ var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "proto
 // nothing matched, Options.From or Options.To is set, and the text does
 // not start with "{" or "[".
 func Detect(data []byte) (Format, []Format, error) {
+	f, m, _, _, err := detect(data)
+	return f, m, err
+}
+
+// detect is Detect; it also returns the strict JSON tree of data when
+// data is strict JSON (read once, for detection and for the format), and
+// the copy of data it was read from.
+func detect(data []byte) (Format, []Format, *node, string, error) {
 	text := bytes.TrimPrefix(data, bom)
 	if len(bytes.TrimSpace(text)) == 0 {
-		return "", nil, &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
+		return "", nil, nil, "", &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
 	}
-	valid := utf8.Valid(text)
+	var tree *node
+	var src string
+	if len(text) == len(data) && looksJSON(text) {
+		tree, src = jsonTreeText(data)
+	}
+	valid := tree != nil || utf8.Valid(text)
 	if valid && !looksJSON(text) && bytes.ContainsFunc(text, isControl) {
-		return "", nil, &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
+		return "", nil, nil, "", &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
 	}
-	var matched []Format
 	type verdict struct {
 		f   Format
 		ok  bool
-		why string
+		why string // why + arg is the reason
+		arg string
 	}
-	var verdicts []verdict
-	note := func(f Format, ok bool, why string) {
+	var verdicts [5]verdict // one per format
+	nv, nm := 0, 0
+	note := func(f Format, ok bool, why, arg string) {
 		if ok {
-			matched = append(matched, f)
+			nm++
 		}
-		verdicts = append(verdicts, verdict{f, ok, why})
+		verdicts[nv] = verdict{f, ok, why, arg}
+		nv++
 	}
-	// notes words the verdicts, only for an error.
-	notes := func() []string {
-		out := make([]string, len(verdicts))
-		for i, v := range verdicts {
+	matched := func() []Format {
+		if nm == 0 {
+			return nil
+		}
+		out := make([]Format, 0, nm)
+		for _, v := range verdicts[:nv] {
 			if v.ok {
-				out[i] = fmt.Sprintf("%s: matched (%s)", v.f, v.why)
-			} else {
-				out[i] = fmt.Sprintf("%s: %s", v.f, v.why)
+				out = append(out, v.f)
 			}
 		}
 		return out
 	}
-	keys, typ, isObj := jsonTopLevel(text)
+	// notes words the verdicts, only for an error.
+	notes := func() []string {
+		out := make([]string, nv)
+		for i, v := range verdicts[:nv] {
+			if v.ok {
+				out[i] = fmt.Sprintf("%s: matched (%s%s)", v.f, v.why, v.arg)
+			} else {
+				out[i] = fmt.Sprintf("%s: %s%s", v.f, v.why, v.arg)
+			}
+		}
+		return out
+	}
+	var keys []string
+	var typ *string
+	var isObj bool
+	if tree != nil {
+		// What the lenient read below finds in a strict document.
+		if isObj = tree.kind == kObject; isObj {
+			keys = tree.keys
+			if t, ok := tree.member("type"); ok && t.kind == kString {
+				typ = &t.text
+			}
+		}
+	} else {
+		keys, typ, isObj = jsonTopLevel(text)
+	}
 	switch {
 	case !isObj:
-		note(Governed, false, "not a JSON object")
-		note(VBW, false, "not a JSON object")
+		note(Governed, false, "not a JSON object", "")
+		note(VBW, false, "not a JSON object", "")
 	default:
 		gk := ""
 		for _, k := range keys {
@@ -329,17 +387,17 @@ func Detect(data []byte) (Format, []Format, error) {
 			}
 		}
 		if gk != "" {
-			note(Governed, true, "member "+fieldKey(gk))
+			note(Governed, true, "member ", fieldKey(gk))
 		} else {
-			note(Governed, false, "no handoff_id/source_agent/target_agent/protocol_version member")
+			note(Governed, false, "no handoff_id/source_agent/target_agent/protocol_version member", "")
 		}
 		switch {
 		case typ == nil:
-			note(VBW, false, `no string "type" member`)
+			note(VBW, false, `no string "type" member`, "")
 		case slices.Contains(vbwTypes, *typ):
-			note(VBW, true, `"type" `+*typ)
+			note(VBW, true, `"type" `, *typ)
 		default:
-			note(VBW, false, `"type" is not one of `+strings.Join(vbwTypes, ", "))
+			note(VBW, false, `"type" is not one of `, strings.Join(vbwTypes, ", "))
 		}
 	}
 	// JSON is YAML: a JSON object can only be a swarm/2 or skill/1 document
@@ -349,26 +407,27 @@ func Detect(data []byte) (Format, []Format, error) {
 	if !isObj || slices.Contains(keys, "handoff") {
 		swarm, skill, why = yamlHandoff(text)
 	}
-	note(Swarm, swarm, why)
-	note(Skill, skill, why)
-	if !valid && len(matched) == 0 {
-		return "", nil, &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
+	note(Swarm, swarm, why, "")
+	note(Skill, skill, why, "")
+	if !valid && nm == 0 {
+		return "", nil, nil, "", &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
 	// The heading holds the word itself: without it no line can match, and
 	// the line split (a third of detecting a JSON document) is skipped.
 	heading := bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
 	if heading {
-		note(Task, true, `"## Handoff" heading`)
+		note(Task, true, `"## Handoff" heading`, "")
 	} else {
-		note(Task, false, `no "## Handoff" heading outside code fences`)
+		note(Task, false, `no "## Handoff" heading outside code fences`, "")
 	}
-	switch len(matched) {
+	switch m := matched(); len(m) {
 	case 1:
-		return matched[0], matched, nil
+		return m[0], m, tree, src, nil
 	case 0:
-		return "", nil, &DetectError{Notes: notes(), Err: ErrUnknownFormat}
+		return "", nil, nil, "", &DetectError{Notes: notes(), Err: ErrUnknownFormat}
+	default:
+		return "", m, nil, "", &DetectError{Matched: m, Notes: notes(), Err: ErrAmbiguous}
 	}
-	return "", matched, &DetectError{Matched: matched, Notes: notes(), Err: ErrAmbiguous}
 }
 
 // yamlHandoff applies the swarm/2 and skill/1 detection rules.

@@ -91,7 +91,7 @@ func parseSkill(c *checker, rec *Record, data []byte, opts Options) {
 			// "checksum: sha256" computed with "sha256sum deliverable.location":
 			// the digest bare (as sha256sum prints it) or "sha256:"-prefixed
 			// (the seed's example).
-			if h := strings.TrimPrefix(s, "sha256:"); sha256HexRE.MatchString(h) {
+			if h := strings.TrimPrefix(s, "sha256:"); isSHA256Hex(h) {
 				want = h
 			} else {
 				c.schema(p+".checksum", v, "is not a SHA-256 digest: 64 lower-case hex digits, bare or after \"sha256:\"")

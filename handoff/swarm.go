@@ -224,7 +224,7 @@ func parseSwarm(c *checker, rec *Record, data []byte, opts Options) {
 			hexPart := strings.TrimPrefix(s, "sha256:")
 			sum := sha256.Sum256(pre)
 			switch {
-			case !sha256HexRE.MatchString(hexPart):
+			case !isSHA256Hex(hexPart):
 				c.schema(mp+".payload_hash", v, "is not a SHA-256 digest: 64 lower-case hex digits, bare or after \"sha256:\"")
 			case hexPart != hex.EncodeToString(sum[:]):
 				c.add(reason.ChecksumMismatch, reason.Error, mp+".payload_hash", v,

@@ -47,24 +47,63 @@ func (k kind) String() string {
 // so the format rules are written once.
 type node struct {
 	kind      kind
-	text      string // string value, number literal, or "true"/"false"
-	timestamp bool   // YAML plain scalar resolved as !!timestamp (text as written)
+	timestamp bool // YAML plain scalar resolved as !!timestamp (text as written)
 	// big marks a number outside +-(2^53-1), read only by the lenient
 	// carrier pass (see numberTree); it is reported UNPARSEABLE once and
 	// never used as a value.
-	big       bool
-	keys      []string
-	members   map[string]*node
-	items     []*node
+	big  bool
+	text string // string value, number literal, or "true"/"false"
+	// keys are a mapping's member names in document order; items are a
+	// list's items, or a mapping's member values (items[i] is keys[i]'s).
+	keys  []string
+	items []*node
+	// index maps the names of a mapping of more than indexedMembers
+	// members to their place; smaller mappings are scanned.
+	index     map[string]int
 	line, col int
 }
+
+// indexedMembers is the number of members above which a mapping keeps an
+// index of its names.
+const indexedMembers = 16
 
 func (n *node) member(key string) (*node, bool) {
 	if n == nil || n.kind != kObject {
 		return nil, false
 	}
-	m, ok := n.members[key]
-	return m, ok
+	if n.index != nil {
+		i, ok := n.index[key]
+		if !ok {
+			return nil, false
+		}
+		return n.items[i], true
+	}
+	for i, k := range n.keys {
+		if k == key {
+			return n.items[i], true
+		}
+	}
+	return nil, false
+}
+
+// addMember appends member key with value v to the mapping n; it reports
+// false, and adds nothing, when n has a member of that name already.
+func (n *node) addMember(key string, v *node) bool {
+	if _, dup := n.member(key); dup {
+		return false
+	}
+	n.keys = append(n.keys, key)
+	n.items = append(n.items, v)
+	switch {
+	case n.index != nil:
+		n.index[key] = len(n.keys) - 1
+	case len(n.keys) > indexedMembers:
+		n.index = make(map[string]int, 2*indexedMembers)
+		for i, k := range n.keys {
+			n.index[k] = i
+		}
+	}
+	return true
 }
 
 // carrierError is a failure of the carrier syntax (JSON or YAML), reported
@@ -87,11 +126,10 @@ func (e *carrierError) Error() string {
 
 // jsonTree reads data, which must pass strictjson.Check, into nodes.
 //
-// The fast path reads it once with a decoder as strict as Check's (no
-// duplicate names, no invalid UTF-8), checking numbers and trailing data as
-// Check does, under this package's lower depth limit; whatever it refuses
-// goes through Check, which words the error. So data passes the fast path
-// only if Check would accept it (FuzzJSONTree holds the two together).
+// The fast path (jsonTreeFast) reads its bytes once, by Check's rules under
+// this package's lower depth limit; whatever it refuses goes through Check,
+// which words the error. So data passes the fast path only if Check would
+// accept it (FuzzJSONTree holds the two together).
 func jsonTree(data []byte) (*node, error) {
 	if n := jsonTreeFast(data); n != nil {
 		return n, nil
@@ -179,7 +217,7 @@ func pointerPath(ptr string) string {
 	var b strings.Builder
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		if decimalIntRE.MatchString(tok) && !strings.HasPrefix(tok, "-") {
+		if isDecimalInt(tok) && !strings.HasPrefix(tok, "-") {
 			// Array index (a member named like a number reads the same way).
 			b.WriteString("[" + tok + "]")
 			continue
@@ -190,23 +228,6 @@ func pointerPath(ptr string) string {
 		b.WriteString(fieldKey(tok))
 	}
 	return b.String()
-}
-
-// jsonTreeFast is jsonTree's single pass; nil means "take the slow path".
-func jsonTreeFast(data []byte) *node {
-	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
-		return nil
-	}
-	dec := jsontext.NewDecoder(bytes.NewReader(data),
-		jsontext.AllowDuplicateNames(false), jsontext.AllowInvalidUTF8(false))
-	n, err := jsonValue(dec, data, newLineIndex(data), 0, numRefuse)
-	if err != nil {
-		return nil
-	}
-	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-		return nil
-	}
-	return n
 }
 
 // lineIndex maps byte offsets to 1-based lines and columns in O(log n).
@@ -273,7 +294,7 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, n
 				n.items = append(n.items, v)
 			}
 		} else {
-			n.kind, n.members = kObject, map[string]*node{}
+			n.kind = kObject
 			for dec.PeekKind() != '}' {
 				tok, err := dec.ReadToken()
 				if err != nil {
@@ -284,8 +305,9 @@ func jsonValue(dec *jsontext.Decoder, data []byte, lines lineIndex, depth int, n
 				if err != nil {
 					return nil, err
 				}
-				n.keys = append(n.keys, k)
-				n.members[k] = v
+				if !n.addMember(k, v) {
+					return nil, &carrierError{msg: "invalid JSON"}
+				}
 			}
 		}
 		if _, err := dec.ReadToken(); err != nil {
@@ -306,9 +328,8 @@ func skipSpace(data []byte, off int64) int64 {
 }
 
 var (
-	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	decimalIntRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
-	decimalRE    = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+	yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	decimalRE  = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 )
 
 // yamlTree reads exactly one YAML document strictly: no anchors, aliases,
@@ -470,7 +491,7 @@ func (r yamlReader) value(y *yaml.Node, depth int, path string) (*node, error) {
 			}
 			return n, nil
 		}
-		n.kind, n.members = kObject, map[string]*node{}
+		n.kind = kObject
 		for i := 0; i+1 < len(y.Content); i += 2 {
 			k, v := y.Content[i], y.Content[i+1]
 			kl, kc := k.Line+r.lineOff, k.Column
@@ -492,15 +513,14 @@ func (r yamlReader) value(y *yaml.Node, depth int, path string) (*node, error) {
 			case k.ShortTag() != "!!str":
 				return nil, at(fmt.Sprintf("mapping key is not a string (it reads as %s)", k.ShortTag()))
 			}
-			if _, dup := n.members[k.Value]; dup {
+			if _, dup := n.member(k.Value); dup {
 				return nil, at(fmt.Sprintf("duplicate key %s", fieldKey(k.Value)))
 			}
 			val, err := r.value(v, depth+1, join(path, fieldKey(k.Value)))
 			if err != nil {
 				return nil, err
 			}
-			n.keys = append(n.keys, k.Value)
-			n.members[k.Value] = val
+			n.addMember(k.Value, val)
 		}
 		return n, nil
 	case yaml.ScalarNode:
@@ -514,7 +534,7 @@ func (r yamlReader) value(y *yaml.Node, depth int, path string) (*node, error) {
 		case "!!bool":
 			n.kind, n.text = kBool, strconv.FormatBool(strings.EqualFold(y.Value, "true"))
 		case "!!int", "!!float":
-			if y.ShortTag() == "!!int" && !decimalIntRE.MatchString(y.Value) {
+			if y.ShortTag() == "!!int" && !isDecimalInt(y.Value) {
 				return nil, bad("integer is not in decimal notation")
 			}
 			if y.ShortTag() == "!!float" && !decimalRE.MatchString(y.Value) {
@@ -554,8 +574,12 @@ func (c *checker) yamlObject(data []byte) (*node, bool) {
 }
 
 // jsonRoot parses data as the strict JSON of a governed/1 or vbw/1
-// document; see carrier.
-func (c *checker) jsonRoot(data []byte) (*node, bool) {
+// document; see carrier. tree, when not nil, is data's strict tree, read
+// by detection.
+func (c *checker) jsonRoot(data []byte, tree *node) (*node, bool) {
+	if tree != nil {
+		return tree, true
+	}
 	return c.carrier(data, 0,
 		func(d []byte, _ int) (*node, error) { return jsonTree(d) },
 		func(d []byte, _ int) *node { return jsonTreeBig(d) })
@@ -588,8 +612,8 @@ func (c *checker) bigNumbers(n *node, path string) {
 	case n.big:
 		c.add(reason.Unparseable, reason.Error, path, n, "number outside the safe range +-(2^53-1)")
 	case n.kind == kObject:
-		for _, k := range n.keys {
-			c.bigNumbers(n.members[k], join(path, fieldKey(k)))
+		for i, k := range n.keys {
+			c.bigNumbers(n.items[i], join(path, fieldKey(k)))
 		}
 	case n.kind == kArray:
 		for i, it := range n.items {

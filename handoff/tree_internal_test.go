@@ -84,3 +84,42 @@ func TestYAMLTreeCache(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestJSONTreeFastTaken: every valid governed/1 and vbw/1 JSON document of
+// the corpus is read by the one-pass reader (the slow path is for what it
+// refuses), to the tree the checked path builds, and detection hands that
+// tree to Parse.
+func TestJSONTreeFastTaken(t *testing.T) {
+	n := 0
+	for _, dir := range []string{"governed", "vbw"} {
+		paths, _ := filepath.Glob(filepath.Join("..", "testdata", "handoffs", dir, "valid", "*.json"))
+		for _, p := range paths {
+			if filepath.Base(p) == "expect.json" { // the corpus's expectations
+				continue
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			fast := jsonTreeFast(data)
+			if fast == nil {
+				t.Errorf("%s: the one-pass reader refused a valid document", p)
+				continue
+			}
+			slow, err := jsonTreeChecked(data)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Errorf("%s: the one-pass and checked trees differ (checked: %v)", p, err)
+			}
+			if d := NewDetection(data); d.jsonTree(data) == nil || !reflect.DeepEqual(d.jsonTree(data), fast) {
+				t.Errorf("%s: detection kept no tree for Parse", p)
+			}
+			if d := NewDetection(data); d.jsonTree(append([]byte(" "), data...)) != nil {
+				t.Errorf("%s: detection's tree is handed over for other bytes", p)
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("only %d valid JSON documents in the corpus", n)
+	}
+}

@@ -2,7 +2,6 @@ package handoff
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,7 +15,6 @@ var (
 	devStatuses  = []string{"complete", "partial", "failed"}
 	qaTiers      = []string{"quick", "standard", "deep"}
 	qaResults    = []string{"PASS", "FAIL", "PARTIAL"}
-	shortHashRE  = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 )
 
 // agentsFromOptions fills Source and Target of formats that do not name
@@ -33,7 +31,7 @@ func agentsFromOptions(c *checker, rec *Record, opts Options) {
 		if a.id == "" {
 			continue
 		}
-		if len(a.id) > MaxFieldLen || !agentIDRE.MatchString(a.id) {
+		if len(a.id) > MaxFieldLen || !isAgentID(a.id) {
 			c.schema("", nil, "the agent given by %s is not a canonical agent id ([a-z0-9][a-z0-9-]*, at most %d bytes)", a.flag, MaxFieldLen)
 			continue
 		}
@@ -62,7 +60,7 @@ const VBWReceiver = "lead"
 // confidence is not high enough for a fix.
 const insufficientEvidence = "Insufficient evidence"
 
-func parseVBW(c *checker, rec *Record, data []byte, opts Options) {
+func parseVBW(c *checker, rec *Record, data []byte, opts Options, tree *node) {
 	agentsFromOptions(c, rec, opts)
 	if !vbwJSON(data) {
 		// Seed 001: "If parsing fails, fall back to treating the content as
@@ -79,7 +77,7 @@ func parseVBW(c *checker, rec *Record, data []byte, opts Options) {
 		c.add(reason.MarkdownFallback, sev, "", nil, "message is not JSON: read as plain markdown, no structured fields checked")
 		return
 	}
-	root, ok := c.jsonRoot(data)
+	root, ok := c.jsonRoot(data, tree)
 	if !ok || !c.want("", root, kObject) {
 		return
 	}
@@ -129,7 +127,7 @@ func parseVBW(c *checker, rec *Record, data []byte, opts Options) {
 				c.schema("task", taskNode, "names another plan than plan_id: the task identifier is plan-id/task-name")
 			}
 		}
-		if _, v, ok := c.str(root, "", "commit", true, false); ok && !shortHashRE.MatchString(v.text) {
+		if _, v, ok := c.str(root, "", "commit", true, false); ok && !isLowerHexN(v.text, 7, 40) {
 			c.schema("commit", v, "is not a git commit hash (7 to 40 lower-case hex digits)")
 		}
 		c.enum(root, "", "status", true, reason.SchemaInvalid, devStatuses...)
