@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/internal/strictjson"
@@ -72,11 +74,146 @@ func (in Inputs) Marshal() ([]byte, error) {
 	if len(in.Observations) == 0 {
 		in.Observations = nil
 	}
+	if b, ok := appendInputs(nil, in); ok {
+		return b, nil
+	}
 	b, err := strictjson.Canonical(in)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInputs, err)
 	}
 	return b, nil
+}
+
+// appendInputs appends the canonical JSON of in (as strictjson.Canonical
+// writes it: members in RFC 8785 order, zero values left out as the
+// omitzero tags say) to b. It reports false for what it leaves to
+// strictjson.Canonical, which words the error: a string that is not valid
+// UTF-8 or a number outside +-(2^53-1). FuzzInputsMarshal holds the two
+// together.
+func appendInputs(b []byte, in Inputs) ([]byte, bool) {
+	ok := true
+	str := func(s string) {
+		if !utf8.ValidString(s) {
+			ok = false
+			return
+		}
+		b = appendJCSString(b, s)
+	}
+	num := func(n int64) {
+		if n > strictjson.MaxSafeInteger || n < -strictjson.MaxSafeInteger {
+			ok = false
+			return
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	b = append(b, '{')
+	if in.Observations != nil {
+		b = append(b, `"observations":[`...)
+		for i, o := range in.Observations {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if o.Err != "" {
+				b = append(b, `"err":`...)
+				str(o.Err)
+				b = append(b, ',')
+			}
+			if o.Escapes {
+				b = append(b, `"escapes":true,`...)
+			}
+			if o.Exists {
+				b = append(b, `"exists":true,`...)
+			}
+			if o.IsDir {
+				b = append(b, `"is_dir":true,`...)
+			}
+			if o.Names != nil {
+				b = append(b, `"names":[`...)
+				for j, n := range o.Names {
+					if j > 0 {
+						b = append(b, ',')
+					}
+					str(n)
+				}
+				b = append(b, "],"...)
+			}
+			b = append(b, `"op":`...)
+			str(o.Op)
+			b = append(b, `,"path":`...)
+			str(o.Path)
+			if o.SHA256 != "" {
+				b = append(b, `,"sha256":`...)
+				str(o.SHA256)
+			}
+			if o.Size != 0 {
+				b = append(b, `,"size":`...)
+				num(o.Size)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, "],"...)
+	}
+	p := in.Params
+	b = append(b, `"params":{`...)
+	if p.Format != "" {
+		b = append(b, `"format":`...)
+		str(string(p.Format))
+		b = append(b, ',')
+	}
+	if p.From != "" {
+		b = append(b, `"from":`...)
+		str(p.From)
+		b = append(b, ',')
+	}
+	b = append(b, `"max_age_ns":`...)
+	num(p.MaxAge)
+	b = append(b, `,"max_payload":`...)
+	num(p.MaxPayload)
+	if p.Strict {
+		b = append(b, `,"strict":true`...)
+	}
+	if p.To != "" {
+		b = append(b, `,"to":`...)
+		str(p.To)
+	}
+	b = append(b, "}}"...)
+	return b, ok
+}
+
+// appendJCSString appends s, valid UTF-8, as an RFC 8785 string: only
+// '"', '\\' and the control characters escaped, those with a short form
+// (\b \t \n \f \r) in it and the others as \u00xx.
+func appendJCSString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // ParseInputs parses bytes written by Marshal. It is strict: the bytes must

@@ -178,9 +178,13 @@ func decideAgain(seq uint64, e *entry.Entry, payload []byte, reg *manifest.Regis
 			Message: "re-taking the decision blocks other agents"})
 	}
 	// The rest of the entry is a function of the same inputs: Fill it
-	// again and compare what the document gave.
+	// again and compare what the document gave. The payload was checked
+	// against the entry's size and SHA-256 when it was read (judgeBlob, or
+	// the store itself), so Fill need not hash it again.
 	var re entry.Entry
-	if err := d.Fill(&re, in2); err != nil {
+	fillIn := in2
+	fillIn.Payload = nil
+	if err := d.Fill(&re, fillIn); err != nil {
 		add(Finding{Seq: seq, Kind: KindDecision, Message: fmt.Sprintf("the decision cannot be recorded again: %v", err)})
 		return
 	}
