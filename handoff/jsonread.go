@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/govledger/govledger/internal/strictjson"
@@ -27,18 +28,34 @@ func jsonTreeFast(data []byte) *node {
 // jsonTreeText is jsonTreeFast; it also returns the copy of data that the
 // tree's strings are slices of.
 func jsonTreeText(data []byte) (*node, string) {
-	p := jsonReader{src: string(data), line: 1}
-	p.stack, p.names = p.stackBuf[:0], p.namesBuf[:0]
+	sc := jsonScratch.Get().(*jsonReaderScratch)
+	defer jsonScratch.Put(sc)
+	p := jsonReader{src: string(data), line: 1, stack: sc.stack[:0], names: sc.names[:0], buf: sc.buf[:0]}
 	n := p.value(0)
-	if n == nil {
-		return nil, ""
+	if n != nil {
+		p.space()
+		if p.pos != len(p.src) {
+			n = nil
+		}
 	}
-	p.space()
-	if p.pos != len(p.src) {
+	// Keep the grown scratch, holding no node or name.
+	clear(p.stack[:cap(p.stack)])
+	clear(p.names[:cap(p.names)])
+	sc.stack, sc.names, sc.buf = p.stack[:0], p.names[:0], p.buf[:0]
+	if n == nil {
 		return nil, ""
 	}
 	return n, p.src
 }
+
+// jsonReaderScratch is the working memory of a jsonReader, reused.
+type jsonReaderScratch struct {
+	stack []*node
+	names []string
+	buf   []byte
+}
+
+var jsonScratch = sync.Pool{New: func() any { return new(jsonReaderScratch) }}
 
 // jsonReader is the state of one jsonTreeFast read.
 type jsonReader struct {
@@ -54,17 +71,65 @@ type jsonReader struct {
 	names []string // member names of the open objects
 	buf   []byte   // an unescaped string being built
 
-	stackBuf [32]*node
-	namesBuf [32]string
+	counted bool // the first block of nodes, sized by countValues, is taken
+}
+
+// countValues returns about the number of values in the JSON text s, for
+// the first block of nodes: one, and one per member (a ':') and per array
+// item (a '[' and a ',' in an array), outside strings. It is a hint (an
+// empty array counts one, nesting deeper than 63 is not followed), never a
+// check.
+func countValues(s string) int {
+	n := 1
+	var arrays uint64 // bit d: the container at depth d is an array
+	d := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			for { // to the closing quote: one after an even run of '\\'
+				j := strings.IndexByte(s[i+1:], '"')
+				if j < 0 {
+					return n
+				}
+				i += 1 + j
+				k := i - 1
+				for s[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		case '[':
+			d++
+			if d > 0 && d < 64 {
+				arrays |= 1 << d
+			}
+			n++
+		case '{':
+			d++
+			if d > 0 && d < 64 {
+				arrays &^= 1 << d
+			}
+		case ']', '}':
+			d--
+		case ':':
+			n++
+		case ',':
+			if d > 0 && d < 64 && arrays&(1<<d) != 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (p *jsonReader) newNode() *node {
 	if len(p.nodes) == 0 {
-		// Every value but the first follows a ':' or ',' or opens an
-		// array: an upper bound for the first block, a small one after.
-		n := 64
-		if p.pos == 0 || p.src[p.pos] == '{' || p.src[p.pos] == '[' {
-			n = 2 + strings.Count(p.src[p.pos:], ":") + strings.Count(p.src[p.pos:], ",")
+		n := 16
+		if !p.counted {
+			p.counted = true
+			n = countValues(p.src)
 		}
 		p.nodes = make([]node, min(n, 1024))
 	}

@@ -123,3 +123,23 @@ func TestJSONTreeFastTaken(t *testing.T) {
 		t.Fatalf("only %d valid JSON documents in the corpus", n)
 	}
 }
+
+// TestCountValues: countValues, the size of the first block of nodes, is
+// exact for documents without empty arrays and survives any bytes.
+func TestCountValues(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want int
+	}{
+		{`1`, 1},
+		{`{"a":1,"b":[1,2,{"c":"x,y:z\"]"}],"d\\":"\\"}`, 8},
+		{`[[1],[2,3]]`, 6},
+		{`[]`, 2},
+		{`]]]]]]{[,:`, 3},
+		{`"unterminated \" , :`, 1},
+	} {
+		if got := countValues(c.doc); got != c.want {
+			t.Errorf("countValues(%s) = %d, want %d", c.doc, got, c.want)
+		}
+	}
+}
