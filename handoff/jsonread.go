@@ -21,16 +21,21 @@ import (
 // Strings without escapes are slices of one copy of data; the nodes, the
 // member names and the child lists are carved from a few shared blocks.
 func jsonTreeFast(data []byte) *node {
-	n, _ := jsonTreeText(data)
+	n, _, _ := jsonTreeText(data, false)
 	return n
 }
 
 // jsonTreeText is jsonTreeFast; it also returns the copy of data that the
-// tree's strings are slices of.
-func jsonTreeText(data []byte) (*node, string) {
-	sc := jsonScratch.Get().(*jsonReaderScratch)
-	defer jsonScratch.Put(sc)
-	p := jsonReader{src: string(data), line: 1, stack: sc.stack[:0], names: sc.names[:0], buf: sc.buf[:0]}
+// tree's strings are slices of. With pooled, the tree is carved from an
+// arena of the pool, returned with it: the caller hands it back with
+// release once nothing holds a node of the tree.
+func jsonTreeText(data []byte, pooled bool) (*node, string, *jsonArena) {
+	a := jsonArenas.Get().(*jsonArena)
+	p := jsonReader{src: string(data), line: 1, stack: a.stack[:0], names: a.names[:0], buf: a.buf[:0]}
+	if pooled {
+		p.nodes, p.ptrs, p.strs = a.nodes, a.ptrs[:0], a.strs[:0]
+		p.counted = len(a.nodes) > 0
+	}
 	n := p.value(0)
 	if n != nil {
 		p.space()
@@ -41,21 +46,66 @@ func jsonTreeText(data []byte) (*node, string) {
 	// Keep the grown scratch, holding no node or name.
 	clear(p.stack[:cap(p.stack)])
 	clear(p.names[:cap(p.names)])
-	sc.stack, sc.names, sc.buf = p.stack[:0], p.names[:0], p.buf[:0]
-	if n == nil {
-		return nil, ""
+	a.stack, a.names, a.buf = p.stack[:0], p.names[:0], p.buf[:0]
+	a.used = [3]int{p.usedNodes, p.usedPtrs, p.usedStrs}
+	if !pooled || n == nil {
+		a.release()
+		a = nil
 	}
-	return n, p.src
+	if n == nil {
+		return nil, "", nil
+	}
+	return n, p.src, a
 }
 
-// jsonReaderScratch is the working memory of a jsonReader, reused.
-type jsonReaderScratch struct {
+// jsonArena is the memory of a jsonReader, reused through jsonArenas: its
+// working lists, and blocks of nodes, child lists and names that a pooled
+// tree is carved from, each sized by the largest of the recent trees (up
+// to maxArenaNodes nodes, maxArenaPtrs list entries and names).
+type jsonArena struct {
 	stack []*node
 	names []string
 	buf   []byte
+
+	nodes []node
+	ptrs  []*node
+	strs  []string
+	used  [3]int // nodes, child list entries, names the last read needed
 }
 
-var jsonScratch = sync.Pool{New: func() any { return new(jsonReaderScratch) }}
+const (
+	maxArenaNodes = 1 << 10
+	maxArenaPtrs  = 1 << 12
+)
+
+var jsonArenas = sync.Pool{New: func() any { return new(jsonArena) }}
+
+// released releases a and returns nil, for a tree not kept.
+func (a *jsonArena) released() *jsonArena {
+	a.release()
+	return nil
+}
+
+// release hands a back to the pool, once nothing holds a node of the tree
+// carved from it.
+func (a *jsonArena) release() {
+	if a == nil {
+		return
+	}
+	clear(a.nodes)
+	clear(a.ptrs[:cap(a.ptrs)])
+	clear(a.strs[:cap(a.strs)])
+	if n := a.used[0]; n > len(a.nodes) && n <= maxArenaNodes {
+		a.nodes = make([]node, n)
+	}
+	if n := a.used[1]; n > cap(a.ptrs) && n <= maxArenaPtrs {
+		a.ptrs = make([]*node, 0, n)
+	}
+	if n := a.used[2]; n > cap(a.strs) && n <= maxArenaPtrs {
+		a.strs = make([]string, 0, n)
+	}
+	jsonArenas.Put(a)
+}
 
 // jsonReader is the state of one jsonTreeFast read.
 type jsonReader struct {
@@ -72,6 +122,8 @@ type jsonReader struct {
 	buf   []byte   // an unescaped string being built
 
 	counted bool // the first block of nodes, sized by countValues, is taken
+	// what the tree took: nodes, child list entries, names
+	usedNodes, usedPtrs, usedStrs int
 }
 
 // countValues returns about the number of values in the JSON text s, for
@@ -135,6 +187,7 @@ func (p *jsonReader) newNode() *node {
 	}
 	n := &p.nodes[0]
 	p.nodes = p.nodes[1:]
+	p.usedNodes++
 	return n
 }
 
@@ -143,6 +196,7 @@ func (p *jsonReader) carveNodes(s []*node) []*node {
 	if len(s) == 0 {
 		return nil
 	}
+	p.usedPtrs += len(s)
 	if cap(p.ptrs)-len(p.ptrs) < len(s) {
 		p.ptrs = make([]*node, 0, max(64, len(s)))
 	}
@@ -155,6 +209,7 @@ func (p *jsonReader) carveStrings(s []string) []string {
 	if len(s) == 0 {
 		return nil
 	}
+	p.usedStrs += len(s)
 	if cap(p.strs)-len(p.strs) < len(s) {
 		p.strs = make([]string, 0, max(32, len(s)))
 	}

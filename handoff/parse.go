@@ -58,15 +58,21 @@ type Detection struct {
 
 	// tree is the strict JSON tree detection read, kept for the format's
 	// reader; src is the text it was read from (Parse uses the tree only
-	// for the same bytes).
-	tree *node
-	src  string
+	// for the same bytes). arena, for a Detection of Parse's own, is where
+	// the tree was carved from, released when Parse is done with it.
+	tree  *node
+	src   string
+	arena *jsonArena
 }
 
 // NewDetection runs Detect on data.
 func NewDetection(data []byte) *Detection {
+	return newDetection(data, false)
+}
+
+func newDetection(data []byte, pooled bool) *Detection {
 	d := &Detection{}
-	d.Format, d.Matched, d.tree, d.src, d.Err = detect(data)
+	d.Format, d.Matched, d.tree, d.src, d.arena, d.Err = detect(data, pooled)
 	return d
 }
 
@@ -115,7 +121,10 @@ func Parse(data []byte, opts Options) (rec *Record) {
 	if format == "" {
 		d := opts.Detection
 		if d == nil {
-			d = NewDetection(data)
+			// Parse's own: no node of its tree outlives Parse (the JSON
+			// formats keep none in the Record).
+			d = newDetection(data, true)
+			defer d.arena.release()
 		}
 		tree = d.jsonTree(data)
 		f, err := d.Format, d.Err
@@ -299,26 +308,29 @@ var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "proto
 // nothing matched, Options.From or Options.To is set, and the text does
 // not start with "{" or "[".
 func Detect(data []byte) (Format, []Format, error) {
-	f, m, _, _, err := detect(data)
+	f, m, _, _, a, err := detect(data, true)
+	a.release()
 	return f, m, err
 }
 
 // detect is Detect; it also returns the strict JSON tree of data when
-// data is strict JSON (read once, for detection and for the format), and
-// the copy of data it was read from.
-func detect(data []byte) (Format, []Format, *node, string, error) {
+// data is strict JSON (read once, for detection and for the format), the
+// copy of data it was read from, and (pooled) the arena it was carved
+// from (see jsonTreeText).
+func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonArena, error) {
 	text := bytes.TrimPrefix(data, bom)
 	if len(bytes.TrimSpace(text)) == 0 {
-		return "", nil, nil, "", &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
+		return "", nil, nil, "", nil, &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
 	}
 	var tree *node
 	var src string
+	var arena *jsonArena
 	if len(text) == len(data) && looksJSON(text) {
-		tree, src = jsonTreeText(data)
+		tree, src, arena = jsonTreeText(data, pooled)
 	}
 	valid := tree != nil || utf8.Valid(text)
 	if valid && !looksJSON(text) && bytes.ContainsFunc(text, isControl) {
-		return "", nil, nil, "", &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
+		return "", nil, nil, "", arena.released(), &DetectError{Notes: []string{"control characters: not a text document"}, Err: ErrNotText}
 	}
 	type verdict struct {
 		f   Format
@@ -410,7 +422,7 @@ func detect(data []byte) (Format, []Format, *node, string, error) {
 	note(Swarm, swarm, why, "")
 	note(Skill, skill, why, "")
 	if !valid && nm == 0 {
-		return "", nil, nil, "", &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
+		return "", nil, nil, "", arena.released(), &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
 	// The heading holds the word itself: without it no line can match, and
 	// the line split (a third of detecting a JSON document) is skipped.
@@ -422,11 +434,11 @@ func detect(data []byte) (Format, []Format, *node, string, error) {
 	}
 	switch m := matched(); len(m) {
 	case 1:
-		return m[0], m, tree, src, nil
+		return m[0], m, tree, src, arena, nil
 	case 0:
-		return "", nil, nil, "", &DetectError{Notes: notes(), Err: ErrUnknownFormat}
+		return "", nil, nil, "", arena.released(), &DetectError{Notes: notes(), Err: ErrUnknownFormat}
 	default:
-		return "", m, nil, "", &DetectError{Matched: m, Notes: notes(), Err: ErrAmbiguous}
+		return "", m, nil, "", arena.released(), &DetectError{Matched: m, Notes: notes(), Err: ErrAmbiguous}
 	}
 }
 

@@ -143,3 +143,33 @@ func TestCountValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPooledTreeNotKept: the nodes of the JSON tree Parse reads for its
+// own detection go back to a pool when Parse returns, so no Record may
+// hold one. Every corpus document is parsed, then every other one (which
+// reuses the pooled nodes), and its Record must still be the one a parse
+// with a detection of the caller's own (whose tree is never pooled) gives.
+func TestPooledTreeNotKept(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("..", "testdata", "handoffs", "*", "*", "*"))
+	opts := Options{From: "domain-01-research", To: "domain-02-analysis"}
+	var docs [][]byte
+	var recs []*Record
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue // a directory
+		}
+		docs = append(docs, data)
+		recs = append(recs, Parse(data, opts))
+	}
+	if len(docs) < 50 {
+		t.Fatalf("only %d corpus documents", len(docs))
+	}
+	for i, data := range docs {
+		o := opts
+		o.Detection = NewDetection(data)
+		if want := Parse(data, o); !reflect.DeepEqual(recs[i], want) {
+			t.Errorf("document %d: its Record changed after other documents were parsed:\n got %+v\nwant %+v", i, recs[i], want)
+		}
+	}
+}
