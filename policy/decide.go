@@ -567,30 +567,35 @@ func (c *checker) attestation() {
 		if !s.named() {
 			return
 		}
-		who := "the " + s.role + " agent"
-		if s.agent != nil {
-			who = fmt.Sprintf("%s agent %s", s.role, q(s.agent.ID))
-		}
 		c.claim(claim, "governance."+s.role+"_agent_verified", len(s.failed) == 0 && !s.unverifiable, len(s.failed) > 0,
-			fmt.Sprintf("%s failed %s", who, codes(s.failed)))
+			func() string {
+				who := "the " + s.role + " agent"
+				if s.agent != nil {
+					who = fmt.Sprintf("%s agent %s", s.role, q(s.agent.ID))
+				}
+				return fmt.Sprintf("%s failed %s", who, codes(s.failed))
+			})
 	}
 	agentClaim(at.SourceAgentVerified, &c.src)
 	agentClaim(at.TargetAgentVerified, &c.dst)
 	c.claim(at.CompositionValid, "governance.composition_valid", bothKnown && !c.compositionBad, c.compositionBad,
-		"an archetype's composition is invalid (COMPOSITION_INVALID)")
+		func() string { return "an archetype's composition is invalid (COMPOSITION_INVALID)" })
 	c.claim(at.BoundariesRespected, "governance.boundaries_respected", bothKnown && len(c.boundaryBad) == 0, len(c.boundaryBad) > 0,
-		fmt.Sprintf("the collaboration boundaries refuse this handoff (%s)", codes(c.boundaryBad)))
+		func() string {
+			return fmt.Sprintf("the collaboration boundaries refuse this handoff (%s)", codes(c.boundaryBad))
+		})
 }
 
 // claim compares one attestation claim with a check that passed or was
-// refuted (both false: the check could not run).
-func (c *checker) claim(claim *bool, field string, passed, refuted bool, why string) {
+// refuted (both false: the check could not run); why words the refutation
+// (built only for a finding).
+func (c *checker) claim(claim *bool, field string, passed, refuted bool, why func() string) {
 	if claim == nil {
 		return
 	}
 	switch {
 	case *claim && refuted:
-		c.add(reason.AttestationMismatch, reason.Error, field, "claims true, but %s", why)
+		c.add(reason.AttestationMismatch, reason.Error, field, "claims true, but %s", why())
 	case !*claim && passed:
 		c.add(reason.AttestationMismatch, reason.Warning, field,
 			"claims false, but the ledger's checks passed (the sender's registry or lock may differ)")

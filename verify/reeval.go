@@ -178,12 +178,15 @@ func decideAgain(seq uint64, e *entry.Entry, payload []byte, reg *manifest.Regis
 			Message: "re-taking the decision blocks other agents"})
 	}
 	// The rest of the entry is a function of the same inputs: Fill it
-	// again and compare what the document gave. The payload was checked
-	// against the entry's size and SHA-256 when it was read (judgeBlob, or
-	// the store itself), so Fill need not hash it again.
+	// again and compare what the document gave. Fill's own checks of its
+	// input hold already and need not hash the bytes again: the payload
+	// was checked against the entry's size and SHA-256 when it was read
+	// (judgeBlob, or the store itself), and reg was parsed from the
+	// snapshot whose SHA-256 the entry names as its manifest, which is
+	// the one in force (checked by judge; a guessed state says so).
 	var re entry.Entry
 	fillIn := in2
-	fillIn.Payload = nil
+	fillIn.Payload, fillIn.Registry = nil, nil
 	if err := d.Fill(&re, fillIn); err != nil {
 		add(Finding{Seq: seq, Kind: KindDecision, Message: fmt.Sprintf("the decision cannot be recorded again: %v", err)})
 		return
