@@ -100,6 +100,7 @@ Examples:
 			fmt.Fprintf(w, "  raw scan + SHA-256 of the ledger's entries and blobs %7.0f /s: full verify %.3fx, chain only %.3fx\n",
 				res.RawLedgerScanPerSec, res.VerifyVsRawLedgerScan, res.VerifyChainVsRawLedgerScan)
 			fmt.Fprintf(w, "  verify heap peak                    %10.1f MiB\n", res.VerifyHeapPeakMiB)
+			fmt.Fprintf(w, "  verify allocations per entry        %10.0f B in %.0f objects\n", res.VerifyAllocBytesPerEntry, res.VerifyAllocsPerEntry)
 			return nil
 		},
 	}

@@ -66,8 +66,13 @@ type Result struct {
 	VerifyChainPerSec    float64 `json:"verify_chain_only_per_sec"`
 	VerifyChainVsRawScan float64 `json:"verify_chain_only_vs_raw_scan"`
 	VerifyHeapPeakMiB    float64 `json:"verify_heap_peak_mib"`
-	Accepted             int     `json:"accepted"`
-	Rejected             int     `json:"rejected"`
+	// What a full verify allocates per entry (bytes and objects; the
+	// least of its rounds, with every core): what the collector works
+	// through.
+	VerifyAllocBytesPerEntry float64 `json:"verify_alloc_bytes_per_entry"`
+	VerifyAllocsPerEntry     float64 `json:"verify_allocs_per_entry"`
+	Accepted                 int     `json:"accepted"`
+	Rejected                 int     `json:"rejected"`
 
 	// The full verify again with GOMAXPROCS=1, beside the one with Cores.
 	VerifyOneCorePerSec    float64 `json:"verify_one_core_per_sec"`
@@ -232,7 +237,7 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			{"verify, GOMAXPROCS=1", 1, verify.Options{}, &res.VerifyOneCorePerSec},
 		} {
 			stage(fmt.Sprintf("%s (round %d of %d)", m.name, round, verifyRounds))
-			entries, d, peak, err := timeVerify(ctx, l, m.opts, m.cores)
+			entries, d, peak, alloc, err := timeVerify(ctx, l, m.opts, m.cores)
 			if err != nil {
 				return err
 			}
@@ -241,18 +246,36 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			if !m.opts.SkipReevaluate {
 				res.VerifyHeapPeakMiB = max(res.VerifyHeapPeakMiB, float64(peak)/(1<<20))
 			}
+			if m.rate == &res.VerifyPerSec && entries > 0 {
+				b, n := float64(alloc.bytes)/float64(entries), float64(alloc.objects)/float64(entries)
+				if round == 1 || b < res.VerifyAllocBytesPerEntry {
+					res.VerifyAllocBytesPerEntry, res.VerifyAllocsPerEntry = b, n
+				}
+			}
 		}
 	}
 	return nil
 }
 
+// allocs are the heap allocations of a run, from runtime/metrics.
+type allocs struct{ bytes, objects uint64 }
+
+func readAllocs() allocs {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	return allocs{s[0].Value.Uint64(), s[1].Value.Uint64()}
+}
+
 // timeVerify replays l with opts (with GOMAXPROCS=cores if cores > 0) and
-// returns the entries replayed, the time taken and the peak heap seen.
-func timeVerify(ctx context.Context, l *ledger.Ledger, opts verify.Options, cores int) (int, time.Duration, uint64, error) {
+// returns the entries replayed, the time taken, the peak heap seen and the
+// allocations made (by the whole process while it ran: the replay, and the
+// sampler's few).
+func timeVerify(ctx context.Context, l *ledger.Ledger, opts verify.Options, cores int) (int, time.Duration, uint64, allocs, error) {
 	if cores > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
 	}
 	runtime.GC()
+	a0 := readAllocs()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -281,13 +304,14 @@ func timeVerify(ctx context.Context, l *ledger.Ledger, opts verify.Options, core
 	d := time.Since(start)
 	close(stop)
 	wg.Wait()
+	a1 := readAllocs()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, allocs{}, err
 	}
 	if !rep.OK() {
-		return 0, 0, 0, fmt.Errorf("bench: verify of the fresh ledger failed: %d findings, first %+v", len(rep.Findings), rep.Findings[0])
+		return 0, 0, 0, allocs{}, fmt.Errorf("bench: verify of the fresh ledger failed: %d findings, first %+v", len(rep.Findings), rep.Findings[0])
 	}
-	return int(rep.Entries), d, peak.Load(), nil
+	return int(rep.Entries), d, peak.Load(), allocs{a1.bytes - a0.bytes, a1.objects - a0.objects}, nil
 }
 
 // writeVerifyLedger writes n fresh documents, verifyWriters at a time, to
