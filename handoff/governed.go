@@ -3,8 +3,6 @@ package handoff
 import (
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/reason"
 )
@@ -120,11 +118,23 @@ func canonicalUUIDv4(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}
-	u, err := uuid.Parse(s)
-	if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != strings.ToLower(s) {
+	for i, c := range []byte(s) {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return "", false
+			}
+		default:
+			if !isLowerHex(c) && (c < 'A' || c > 'F') {
+				return "", false
+			}
+		}
+	}
+	// Version 4; variant RFC 4122 (10xx).
+	if s[14] != '4' || !strings.ContainsRune("89abAB", rune(s[19])) {
 		return "", false
 	}
-	return u.String(), true
+	return strings.ToLower(s), true
 }
 
 // validPromptHash accepts a SHA-256 in lower-case hex, bare or with the

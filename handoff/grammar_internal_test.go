@@ -2,8 +2,31 @@ package handoff
 
 import (
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
+
+// uuidV4 is canonicalUUIDv4 as it was written with the uuid package.
+func uuidV4(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 || u.String() != strings.ToLower(s) {
+		return "", false
+	}
+	return u.String(), true
+}
+
+func checkUUID(t *testing.T, s string) {
+	got, gotOK := canonicalUUIDv4(s)
+	want, wantOK := uuidV4(s)
+	if got != want || gotOK != wantOK {
+		t.Fatalf("canonicalUUIDv4(%q) = %q, %v; the uuid package says %q, %v", s, got, gotOK, want, wantOK)
+	}
+}
 
 // grammars are the byte loops of grammar.go beside the regular
 // expressions they implement.
@@ -34,9 +57,16 @@ var grammarCases = []string{
 	"abc1234", "abc123", "0123456789012345678901234567890123456789", "01234567890123456789012345678901234567890",
 	"_", "_-", "x234567890123456789012345678901234567890123456789012345678901234",
 	"x2345678901234567890123456789012345678901234567890123456789012345",
+	"550e8400-e29b-41d4-a716-446655440000", "550E8400-E29B-41D4-A716-446655440000", "550e8400-e29b-41d4-c716-446655440000",
+	"550e8400-e29b-31d4-a716-446655440000", "550e8400-e29b-41d4-b716-44665544000g", "550e8400xe29b-41d4-a716-446655440000",
+	"{550e8400-e29b-41d4-a716-446655440000}", "urn:uuid:550e8400-e29b-41d4-a716-44665544", "550e8400-e29b-41d4-8716-446655440000",
+	"550e8400-e29b-41d4-9716-4466554400-0", "550e8400-e29b-41d4-B716-446655440000", "550e8400-e29b-41d4-7716-446655440000",
 }
 
 func TestGrammars(t *testing.T) {
+	for _, s := range grammarCases {
+		checkUUID(t, s)
+	}
 	for _, g := range grammars {
 		for _, s := range grammarCases {
 			if got, want := g.fn(s), g.re.MatchString(s); got != want {
@@ -51,6 +81,7 @@ func FuzzGrammars(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		checkUUID(t, s)
 		for _, g := range grammars {
 			if got, want := g.fn(s), g.re.MatchString(s); got != want {
 				t.Fatalf("%s(%q) = %v, the regular expression says %v", g.name, s, got, want)

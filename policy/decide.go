@@ -173,7 +173,8 @@ func (c *checker) agent(s *side) {
 		return
 	}
 	id := s.ref.ID
-	idField := agentField(c.rec.Format, s.role, "agent_id")
+	// The field paths are built only for a finding.
+	idField := func() string { return agentField(c.rec.Format, s.role, "agent_id") }
 	fail := func(code reason.Code, sev reason.Severity, field, format string, args ...any) {
 		c.add(code, sev, field, format, args...)
 		s.failed = append(s.failed, code)
@@ -190,7 +191,7 @@ func (c *checker) agent(s *side) {
 				}
 			}
 		}
-		fail(reason.UnknownAgent, reason.Error, idField, "the %s agent is not in the registry%s", s.role, hint)
+		fail(reason.UnknownAgent, reason.Error, idField(), "the %s agent is not in the registry%s", s.role, hint)
 		return
 	}
 	s.agent = a
@@ -208,13 +209,13 @@ func (c *checker) agent(s *side) {
 			"%s agent %s is locked at agent_version %s, but the registry says %s: the lock is stale (run govledger lock)",
 			s.role, q(id), q(le.AgentVersion), q(a.Version))
 	}
-	hashField := agentField(c.rec.Format, s.role, "prompt_hash")
+	hashField := func() string { return agentField(c.rec.Format, s.role, "prompt_hash") }
 	switch {
 	case !locked:
 		if !c.governed() {
 			hashField = idField
 		}
-		fail(reason.HashMismatch, reason.Error, hashField,
+		fail(reason.HashMismatch, reason.Error, hashField(),
 			"%s agent %s is not in the lock, so its prompt was never reviewed (run govledger lock)", s.role, q(id))
 	case s.ref.PromptHash != "":
 		if sameDigest(s.ref.PromptHash, le.PromptHash) {
@@ -225,12 +226,12 @@ func (c *checker) agent(s *side) {
 		// attributable (see unattributable); otherwise anyone who can
 		// submit a document could block any agent.
 		if why := c.unattributable(s); len(why) > 0 {
-			fail(reason.HashMismatch, reason.Error, hashField,
+			fail(reason.HashMismatch, reason.Error, hashField(),
 				"differs from the lock, which pins %s agent %s at %s: the mismatch is not attributable (%s), so no block is applied",
 				s.role, q(id), q(le.PromptHash), strings.Join(why, "; "))
 			break
 		}
-		fail(reason.HashMismatch, reason.Critical, hashField,
+		fail(reason.HashMismatch, reason.Critical, hashField(),
 			"differs from the lock, which pins %s agent %s at %s: potential tampering; the agent is blocked until an operator runs govledger unblock or a new lock is in force",
 			s.role, q(id), q(le.PromptHash))
 		c.blocks = append(c.blocks, id)
@@ -243,7 +244,7 @@ func (c *checker) agent(s *side) {
 	}
 	if c.in.State != nil {
 		if seq, blocked := c.in.State.Blocked(id); blocked {
-			fail(reason.AgentBlocked, reason.Error, idField,
+			fail(reason.AgentBlocked, reason.Error, idField(),
 				"%s agent %s is blocked by entry seq %d (a prompt hash mismatch); lift it with govledger unblock --reason \"...\" %s, or bring a new lock into force",
 				s.role, q(id), seq, id)
 		}
