@@ -415,8 +415,11 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	// JSON is YAML: a JSON object can only be a swarm/2 or skill/1 document
 	// if it has a top-level "handoff" member, so skip the YAML parse
 	// otherwise (it dominated the cost of every JSON hand-off).
-	swarm, skill, why := false, false, `no top-level YAML "handoff" mapping`
-	if !isObj || slices.Contains(keys, "handoff") {
+	// Nor can UTF-8 text name a "handoff" or "deliverable" key without
+	// those words or a backslash (YAML's escapes): markdown is not parsed
+	// as YAML (FuzzNoYAMLKeys holds this to yamlHandoff).
+	swarm, skill, why := false, false, noHandoffMapping
+	if (!isObj || slices.Contains(keys, "handoff")) && !(valid && noYAMLKeys(text)) {
 		swarm, skill, why = yamlHandoff(text)
 	}
 	note(Swarm, swarm, why, "")
@@ -442,6 +445,16 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	}
 }
 
+const noHandoffMapping = `no top-level YAML "handoff" mapping`
+
+// noYAMLKeys reports whether the UTF-8 text has neither of the words
+// "handoff" and "deliverable" nor a backslash, so that no YAML key of it
+// can be either word: yamlHandoff finds no handoff mapping in it.
+func noYAMLKeys(text []byte) bool {
+	return !bytes.Contains(text, []byte("handoff")) && !bytes.Contains(text, []byte("deliverable")) &&
+		bytes.IndexByte(text, '\\') < 0
+}
+
 // yamlHandoff applies the swarm/2 and skill/1 detection rules.
 func yamlHandoff(text []byte) (swarm, skill bool, why string) {
 	root, err := yamlTree(text, 0)
@@ -450,7 +463,7 @@ func yamlHandoff(text []byte) (swarm, skill bool, why string) {
 			if utf8.Valid(text) && topDeliverableKeyRE.Match(text) {
 				return false, true, `unparsed YAML with a top-level "deliverable:" line`
 			}
-			return false, false, "no top-level YAML \"handoff\" mapping"
+			return false, false, noHandoffMapping
 		}
 		// Unreadable YAML with a top-level handoff key: attribute it by its
 		// lines so that the format reports the syntax error.
@@ -469,7 +482,7 @@ func yamlHandoff(text []byte) (swarm, skill bool, why string) {
 		if d, ok := root.member("deliverable"); ok && d.kind == kObject {
 			return false, true, `top-level "deliverable" mapping (skill/1 without a handoff block)`
 		}
-		return false, false, "no top-level YAML \"handoff\" mapping"
+		return false, false, noHandoffMapping
 	}
 	if _, ok := h.member("source_skill"); ok {
 		skill = true

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/govledger/govledger/internal/strictjson"
 )
@@ -172,4 +173,22 @@ func TestPooledTreeNotKept(t *testing.T) {
 			t.Errorf("document %d: its Record changed after other documents were parsed:\n got %+v\nwant %+v", i, recs[i], want)
 		}
 	}
+}
+
+// FuzzNoYAMLKeys: text that noYAMLKeys lets detection skip parsing as
+// YAML is text in which yamlHandoff finds no handoff mapping.
+func FuzzNoYAMLKeys(f *testing.F) {
+	for _, s := range []string{"a: 1", "hand: off", "\"hand\\x6fff\": {source: {skill: x}}", "{handoff: {source_skill: a}}",
+		"'handoff': {version: '2.0'}", "? handoff\n: {source_skill: a}", "# Task\n\n## Handoff\n\n```yaml\noutcome: completed\n```\n",
+		"deliverable:\n  type: x\n", "x: &a handoff\n*a : {source_skill: b}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if !utf8.Valid(text) || !noYAMLKeys(text) {
+			return
+		}
+		if swarm, skill, why := yamlHandoff(text); swarm || skill || why != noHandoffMapping {
+			t.Fatalf("yamlHandoff(%q) = %v, %v, %q; noYAMLKeys says no mapping", text, swarm, skill, why)
+		}
+	})
 }
