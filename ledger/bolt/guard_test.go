@@ -542,6 +542,9 @@ func TestGuardedReadsRandomDamage(t *testing.T) {
 // branch pages (each input: a list of 5-byte patches, offset and xor
 // mask) and runs the point reads through the guarded open: no crash, no
 // hang, no recovered panic (a guarded read never runs bbolt's cursor).
+// It then runs them through the open that walks every page first
+// (CheckPages), which must refuse whatever would crash bbolt's cursors:
+// no crash, no hang (a recovered panic is an error there).
 func FuzzGuardedReads(f *testing.F) {
 	orig, err := guardLedger()
 	if err != nil {
@@ -571,6 +574,9 @@ func FuzzGuardedReads(f *testing.F) {
 			if strings.HasPrefix(o, "error panic") {
 				t.Errorf("read %d: %s", i, o)
 			}
+		}
+		if _, err := readOutcomes(path, true, seqs, 1202, "agent-5", "wf-1", blob); err != nil && !errors.Is(err, ledger.ErrCorrupt) {
+			t.Errorf("Open(CheckPages) of a damaged file: %v, want nil or ErrCorrupt", err)
 		}
 	})
 }
