@@ -447,9 +447,11 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // (no entry of theirs has an idempotency key) and meta "key", the new_key
 // of their last key_rotation entry; versions 1 to 4 have their tree
 // bucket or tiles replaced by format 5's tiles (rebuildTiles) and their
-// blobs keyed by seq (blobsBySeq), each checked against the entries
-// before and after. Any difference fails the upgrade and the file is
-// unchanged.
+// blobs keyed by seq (blobsBySeq); versions 1 to 5 have their secondary
+// indexes rebuilt as index records through the head (rebuildIndexes) and
+// the payload dropped from idx_accepted and idx_idempotency
+// (shortenAccepts); each is checked against the entries before and after.
+// Any difference fails the upgrade and the file is unchanged.
 func (d *Driver) upgrade() (err error) {
 	current := false
 	if err := d.read(func(tx *bolt.Tx) error {
@@ -480,10 +482,25 @@ func (d *Driver) upgrade() (err error) {
 				return err
 			}
 		}
-		if err := rebuildTiles(tx, head, v); err != nil {
+		if v < formatVersion5 {
+			if err := rebuildTiles(tx, head, v); err != nil {
+				return err
+			}
+			if err := blobsBySeq(tx, head); err != nil {
+				return err
+			}
+		}
+		indexed, err := readIndexed(m, head)
+		if err != nil {
 			return err
 		}
-		if err := blobsBySeq(tx, head); err != nil {
+		if err := rebuildIndexes(tx, head, indexed); err != nil {
+			return err
+		}
+		if err := shortenAccepts(tx); err != nil {
+			return err
+		}
+		if err := m.Put(metaIndexed, be64(head)); err != nil {
 			return err
 		}
 		return m.Put(metaVersion, be64(FormatVersion))
@@ -732,6 +749,162 @@ func blobsBySeq(tx *bolt.Tx, head uint64) error {
 	}
 	if n != len(moved) {
 		return fmt.Errorf("%w: %d blobs rekeyed, %d stored", ledger.ErrCorrupt, len(moved), n)
+	}
+	return nil
+}
+
+// rebuildIndexes replaces the secondary indexes of a file before format
+// 6, one key prefix || be64(seq) per listing, by the index records of
+// entries 1..head, written as flushes of upgradeChunk entries. Before:
+// the keys must list exactly what entries 1..indexed imply; after: the
+// records must list exactly what entries 1..head imply (compared as
+// pairSets, see checkindex.go). The caller moves meta "indexed" to head.
+func rebuildIndexes(tx *bolt.Tx, head, indexed uint64) error {
+	p := newPairHasher()
+	got := map[string]pairSet{}
+	for _, name := range secondaryIndexes {
+		s, err := readListings(tx.Bucket(name), name, p, true)
+		if err != nil {
+			return err
+		}
+		got[string(name)] = s
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	before, after := map[string]pairSet{}, map[string]pairSet{}
+	ents := tx.Bucket(bucketEntries)
+	lists := newPostingLists()
+	for seq := uint64(1); seq <= head; seq++ {
+		e, err := entry.Decode(ents.Get(be64(seq)))
+		if err != nil || e.Seq != seq {
+			return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: entry %d: %v", ledger.ErrCorrupt, seq, err)}
+		}
+		prefixes := indexPrefixes(e)
+		for name, ps := range prefixes {
+			a, b := after[name], before[name]
+			for _, x := range ps {
+				p.add(&a, x, seq)
+				if seq <= indexed {
+					p.add(&b, x, seq)
+				}
+			}
+			after[name], before[name] = a, b
+		}
+		lists.add(seq, prefixes)
+		if seq%upgradeChunk == 0 || seq == head {
+			if err := lists.put(tx); err != nil {
+				return err
+			}
+			lists = newPostingLists()
+		}
+	}
+	for _, name := range secondaryIndexes {
+		if got[string(name)] != before[string(name)] {
+			return fmt.Errorf("%w: %s: its %d keys differ from the %d the entries through meta indexed %d imply", ledger.ErrCorrupt, name, got[string(name)].n, before[string(name)].n, indexed)
+		}
+		s, err := readListings(tx.Bucket(name), name, p, false)
+		if err != nil {
+			return err
+		}
+		if s != after[string(name)] {
+			return fmt.Errorf("%w: %s: the rebuilt records list %d seqs, the entries imply %d other ones", ledger.ErrCorrupt, name, s.n, after[string(name)].n)
+		}
+	}
+	return nil
+}
+
+// upgradeChunk is the number of entries whose index records the upgrade
+// writes at once (rebuildIndexes).
+const upgradeChunk = 4096
+
+// readListings returns the pairSet of the listings of index bucket b
+// (name), in the layout of format 5 (one key per listing, empty values)
+// or of index records. Any malformed key or value, or a seq listed twice
+// in adjacent records of a prefix, is an error.
+func readListings(b *bolt.Bucket, name []byte, p *pairHasher, v5 bool) (pairSet, error) {
+	var out pairSet
+	var seqs []uint64
+	var prev []byte
+	var prevLast uint64
+	err := b.ForEach(func(k, v []byte) error {
+		prefix, first, ok := recordKey(name, k)
+		if !ok || v == nil || v5 && len(v) != 0 {
+			return fmt.Errorf("%w: %s key %x (value %x)", ledger.ErrCorrupt, name, k, v)
+		}
+		var err error
+		if seqs, err = decodePostings(seqs[:0], first, v); err != nil {
+			return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, name, k, err)
+		}
+		if bytes.Equal(prefix, prev) && first <= prevLast {
+			return fmt.Errorf("%w: %s record %x overlaps the one before", ledger.ErrCorrupt, name, k)
+		}
+		for _, seq := range seqs {
+			p.add(&out, prefix, seq)
+		}
+		prev, prevLast = clone(prefix), seqs[len(seqs)-1]
+		return nil
+	})
+	return out, err
+}
+
+// shortenAccepts rewrites the values of idx_accepted and idx_idempotency
+// of a file before format 6, be64(seq) || payload sha256, as be64(seq).
+// Each must name a handoff whose handoff id (idempotency key) hashes to
+// the key and whose payload is the one stored (acceptEntry).
+func shortenAccepts(tx *bolt.Tx) error {
+	ents := tx.Bucket(bucketEntries)
+	for _, name := range [][]byte{bucketIdxAccept, bucketIdxIdem} {
+		b := tx.Bucket(name)
+		type kv struct{ k, v []byte }
+		var after []byte
+		for {
+			var batch []kv
+			c := b.Cursor()
+			k, v := c.First()
+			if after != nil {
+				if k, v = c.Seek(after); bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(batch) < upgradeChunk; k, v = c.Next() {
+				if len(k) != 32 || len(v) != acceptLenV5 {
+					return fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, v)
+				}
+				seq := binary.BigEndian.Uint64(v)
+				raw := ents.Get(v[:8])
+				e, err := entry.Decode(raw)
+				if err != nil {
+					return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: %s names entry %d: %v", ledger.ErrCorrupt, name, seq, err)}
+				}
+				s := e.HandoffID.S
+				if bytes.Equal(name, bucketIdxIdem) {
+					s = e.IdempotencyKey
+				}
+				if sum := entry.Sum256([]byte(s)); !bytes.Equal(sum[:], k) {
+					return fmt.Errorf("%w: %s key %x names entry %d, of another id", ledger.ErrCorrupt, name, k, seq)
+				}
+				if e, err = acceptEntry(raw, seq, s, string(name)); err != nil {
+					return err
+				}
+				if !bytes.Equal(e.PayloadSHA256[:], v[8:]) {
+					return fmt.Errorf("%w: %s key %x: payload %x, entry %d's is %s", ledger.ErrCorrupt, name, k, v[8:], seq, e.PayloadSHA256)
+				}
+				batch = append(batch, kv{clone(k), be64(seq)})
+			}
+			if len(batch) == 0 {
+				break
+			}
+			for _, x := range batch {
+				if err := b.Put(x.k, x.v); err != nil {
+					return err
+				}
+			}
+			after = batch[len(batch)-1].k
+		}
 	}
 	return nil
 }

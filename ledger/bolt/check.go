@@ -57,7 +57,8 @@ type checker struct {
 	lastSeq   uint64
 	lastHash  entry.Hash
 	tree      map[int64]tlog.Hash // recomputed stored hashes
-	idxCount  map[string]int
+	idxWant   map[string]pairSet // the index listings entries 1..indexed imply
+	pairs     *pairHasher
 	accepted  map[entry.Hash][]byte // sha256(handoff_id) -> seq||payload
 	blocked   map[string]uint64
 	redacted  map[entry.Hash]uint64 // payload -> latest redaction seq
@@ -77,7 +78,8 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 
 func (c *checker) run() error {
 	c.tree = map[int64]tlog.Hash{}
-	c.idxCount = map[string]int{}
+	c.idxWant = map[string]pairSet{}
+	c.pairs = newPairHasher()
 	c.accepted = map[entry.Hash][]byte{}
 	c.blocked = map[string]uint64{}
 	c.redacted = map[entry.Hash]uint64{}
@@ -243,25 +245,6 @@ func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h entry.Hash) {
 	}
 }
 
-func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
-	for name, keys := range indexKeys(e) {
-		b := c.bucket([]byte(name))
-		c.idxCount[name] += len(keys)
-		if b == nil {
-			continue
-		}
-		for _, k := range keys {
-			v := b.Get(k)
-			switch {
-			case v == nil:
-				c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("%s key %x", name, k), "absent")
-			case len(v) != 0:
-				c.add(seq, ledger.FindBadValue, fmt.Sprintf("%s key %x empty", name, k), fmt.Sprintf("%x", v))
-			}
-		}
-	}
-}
-
 // derive folds e (stored as seq) into the checker's state, the one fold
 // of package entry, and notes the blobs it refers to. The chain itself is
 // judged by walkEntries; the fold is positioned on e's own seq, prev and
@@ -364,45 +347,6 @@ func (c *checker) checkTree() {
 	})
 }
 
-// checkIndexes reports stored index keys no entry implies. Every implied
-// key was looked up during the walk, so when the counts agree the sets are
-// equal; otherwise each stored key is re-derived from its entry.
-func (c *checker) checkIndexes() {
-	entries := c.bucket(bucketEntries)
-	for _, name := range secondaryIndexes {
-		b := c.bucket(name)
-		if b == nil {
-			continue
-		}
-		if b.Stats().KeyN == c.idxCount[string(name)] {
-			continue
-		}
-		b.ForEach(func(k, v []byte) error {
-			if v == nil || len(k) < 8 {
-				c.add(0, ledger.FindIndexExtra, string(name)+" key", fmt.Sprintf("%x", k))
-				return nil
-			}
-			seq := binary.BigEndian.Uint64(k[len(k)-8:])
-			var e *entry.Entry
-			var err error = ledger.ErrNotFound
-			if entries != nil {
-				if raw := entries.Get(k[len(k)-8:]); raw != nil {
-					e, err = entry.Decode(raw)
-				}
-			}
-			if err == nil && e.Seq == seq && seq <= c.indexed {
-				for _, want := range indexKeys(e)[string(name)] {
-					if bytes.Equal(want, k) {
-						return nil
-					}
-				}
-			}
-			c.add(seq, ledger.FindIndexExtra, "no "+string(name)+" key", fmt.Sprintf("%x", k))
-			return nil
-		})
-	}
-}
-
 // checkHashTable compares a table keyed by SHA-256 (idx_accepted,
 // idx_idempotency) with the one the fold implies.
 func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
@@ -411,6 +355,9 @@ func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entr
 		var h entry.Hash
 		copy(h[:], k)
 		want, ok := wantTable[h]
+		if c.version >= 6 && ok {
+			want = want[:acceptLen] // the seq alone
+		}
 		if len(k) != 32 || !ok {
 			c.add(seqOf(v), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
 			return nil
@@ -422,6 +369,9 @@ func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entr
 		return nil
 	})
 	for h, want := range wantTable {
+		if c.version >= 6 {
+			want = want[:acceptLen]
+		}
 		if !seen[h] {
 			c.add(seqOf(want), ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", name, h[:], want), "absent")
 		}

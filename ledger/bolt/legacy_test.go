@@ -42,11 +42,86 @@ func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
 	return all, err
 }
 
-// toFormat4 rewrites the format 5 ledger file at path the way format 4
-// stored it: blobs keyed by their SHA-256 (no idx_blob) and every tile,
-// full level-0 tiles included, computed from the entries.
+// toFormat5 rewrites the format 6 ledger file at path the way format 5
+// stored it: one secondary index key prefix || be64(seq) per listing,
+// with an empty value, and idx_accepted and idx_idempotency values
+// be64(seq) || the entry's payload SHA-256.
+func toFormat5(t *testing.T, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("version"))); v != 6 {
+			return fmt.Errorf("toFormat5 of a format %d file", v)
+		}
+		for _, name := range []string{"idx_handoff", "idx_agent", "idx_workflow", "idx_decision", "idx_time"} {
+			var keys [][]byte
+			if err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+				seq := binary.BigEndian.Uint64(k[len(k)-8:])
+				for {
+					keys = append(keys, append(append([]byte(nil), k[:len(k)-8]...), bolttest.SeqKey(seq)...))
+					if len(v) == 0 {
+						return nil
+					}
+					d, n := binary.Uvarint(v)
+					if n <= 0 || d == 0 {
+						return fmt.Errorf("%s record %x: bad value", name, k)
+					}
+					seq, v = seq+d, v[n:]
+				}
+			}); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := b.Put(k, []byte{}); err != nil {
+					return err
+				}
+			}
+		}
+		ents := tx.Bucket([]byte("entries"))
+		for _, name := range []string{"idx_accepted", "idx_idempotency"} {
+			b := tx.Bucket([]byte(name))
+			vals := map[string][]byte{}
+			if err := b.ForEach(func(k, v []byte) error {
+				e, err := entry.Decode(ents.Get(v))
+				if err != nil {
+					return err
+				}
+				vals[string(k)] = append(append([]byte(nil), v...), e.PayloadSHA256[:]...)
+				return nil
+			}); err != nil {
+				return err
+			}
+			for k, v := range vals {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), bolttest.SeqKey(5))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toFormat4 rewrites the format 6 ledger file at path the way format 4
+// stored it: as format 5 (toFormat5), with blobs keyed by their SHA-256
+// (no idx_blob) and every tile, full level-0 tiles included, computed
+// from the entries.
 func toFormat4(t *testing.T, path string) {
 	t.Helper()
+	toFormat5(t, path)
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
