@@ -57,7 +57,7 @@ type checker struct {
 	lastSeq   uint64
 	lastHash  entry.Hash
 	tree      map[int64]tlog.Hash // recomputed stored hashes
-	idxWant   map[string]pairSet // the index listings entries 1..indexed imply
+	idxWant   map[string]pairSet  // the index listings entries 1..indexed imply
 	pairs     *pairHasher
 	accepted  map[entry.Hash][]byte // sha256(handoff_id) -> seq||payload
 	blocked   map[string]uint64
