@@ -344,16 +344,12 @@ func (w *writer) persist(b *ledger.Batch) error {
 		}
 	}
 	for _, id := range sortedKeys(d.Accepted) {
-		a := d.Accepted[id]
-		k := entry.Sum256([]byte(id))
-		if err := w.accepted.Put(k[:], be64(a.Seq)); err != nil {
+		if err := w.accepted.Put(acceptKey(id, d.Accepted[id].Seq), []byte{}); err != nil {
 			return err
 		}
 	}
 	for _, key := range sortedKeys(d.Idempotent) {
-		a := d.Idempotent[key]
-		k := entry.Sum256([]byte(key))
-		if err := w.idm.Put(k[:], be64(a.Seq)); err != nil {
+		if err := w.idm.Put(acceptKey(key, d.Idempotent[key].Seq), []byte{}); err != nil {
 			return err
 		}
 	}

@@ -449,8 +449,8 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // bucket or tiles replaced by format 5's tiles (rebuildTiles) and their
 // blobs keyed by seq (blobsBySeq); versions 1 to 5 have their secondary
 // indexes rebuilt as index records through the head (rebuildIndexes) and
-// the payload dropped from idx_accepted and idx_idempotency
-// (shortenAccepts); each is checked against the entries before and after.
+// idx_accepted and idx_idempotency rekeyed without the payload
+// (rekeyAccepts); each is checked against the entries before and after.
 // Any difference fails the upgrade and the file is unchanged.
 func (d *Driver) upgrade() (err error) {
 	current := false
@@ -497,7 +497,7 @@ func (d *Driver) upgrade() (err error) {
 		if err := rebuildIndexes(tx, head, indexed); err != nil {
 			return err
 		}
-		if err := shortenAccepts(tx); err != nil {
+		if err := rekeyAccepts(tx); err != nil {
 			return err
 		}
 		if err := m.Put(metaIndexed, be64(head)); err != nil {
@@ -851,59 +851,59 @@ func readListings(b *bolt.Bucket, name []byte, p *pairHasher, v5 bool) (pairSet,
 	return out, err
 }
 
-// shortenAccepts rewrites the values of idx_accepted and idx_idempotency
-// of a file before format 6, be64(seq) || payload sha256, as be64(seq).
-// Each must name a handoff whose handoff id (idempotency key) hashes to
-// the key and whose payload is the one stored (acceptEntry).
-func shortenAccepts(tx *bolt.Tx) error {
+// rekeyAccepts rekeys idx_accepted and idx_idempotency of a file before
+// format 6, sha256(s) -> be64(seq) || payload sha256, as acceptKey(s,
+// seq) -> "". Before: each value must name a handoff listed there
+// (acceptEntry) whose string hashes to the key and whose payload is the
+// one stored; after: the new bucket holds exactly the new keys.
+func rekeyAccepts(tx *bolt.Tx) error {
 	ents := tx.Bucket(bucketEntries)
 	for _, name := range [][]byte{bucketIdxAccept, bucketIdxIdem} {
-		b := tx.Bucket(name)
-		type kv struct{ k, v []byte }
-		var after []byte
-		for {
-			var batch []kv
-			c := b.Cursor()
-			k, v := c.First()
-			if after != nil {
-				if k, v = c.Seek(after); bytes.Equal(k, after) {
-					k, v = c.Next()
-				}
+		var keys [][acceptPrefix + 8]byte
+		if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+			if len(k) != 32 || len(v) != acceptLenV5 {
+				return fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, v)
 			}
-			for ; k != nil && len(batch) < upgradeChunk; k, v = c.Next() {
-				if len(k) != 32 || len(v) != acceptLenV5 {
-					return fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, v)
-				}
-				seq := binary.BigEndian.Uint64(v)
-				raw := ents.Get(v[:8])
-				e, err := entry.Decode(raw)
-				if err != nil {
-					return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: %s names entry %d: %v", ledger.ErrCorrupt, name, seq, err)}
-				}
-				s := e.HandoffID.S
-				if bytes.Equal(name, bucketIdxIdem) {
-					s = e.IdempotencyKey
-				}
-				if sum := entry.Sum256([]byte(s)); !bytes.Equal(sum[:], k) {
-					return fmt.Errorf("%w: %s key %x names entry %d, of another id", ledger.ErrCorrupt, name, k, seq)
-				}
-				if e, err = acceptEntry(raw, seq, s, string(name)); err != nil {
-					return err
-				}
-				if !bytes.Equal(e.PayloadSHA256[:], v[8:]) {
-					return fmt.Errorf("%w: %s key %x: payload %x, entry %d's is %s", ledger.ErrCorrupt, name, k, v[8:], seq, e.PayloadSHA256)
-				}
-				batch = append(batch, kv{clone(k), be64(seq)})
+			seq := binary.BigEndian.Uint64(v)
+			e, err := acceptEntry(ents.Get(v[:8]), seq, k, string(name))
+			if err != nil {
+				return err
 			}
-			if len(batch) == 0 {
-				break
+			if !bytes.Equal(e.PayloadSHA256[:], v[8:]) {
+				return fmt.Errorf("%w: %s key %x: payload %x, entry %d's is %s", ledger.ErrCorrupt, name, k, v[8:], seq, e.PayloadSHA256)
 			}
-			for _, x := range batch {
-				if err := b.Put(x.k, x.v); err != nil {
-					return err
-				}
+			var nk [acceptPrefix + 8]byte
+			copy(nk[:], acceptKey(acceptString(e, string(name)), seq))
+			keys = append(keys, nk)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket(name)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(keys, func(x, y [acceptPrefix + 8]byte) int { return bytes.Compare(x[:], y[:]) })
+		for _, k := range keys {
+			if err := b.Put(clone(k[:]), []byte{}); err != nil {
+				return err
 			}
-			after = batch[len(batch)-1].k
+		}
+		n := 0
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(k) != acceptPrefix+8 || len(v) != 0 {
+				return fmt.Errorf("%w: %s: key %x read back", ledger.ErrCorrupt, name, k)
+			}
+			n++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if n != len(keys) {
+			return fmt.Errorf("%w: %s: %d keys rekeyed, %d stored", ledger.ErrCorrupt, name, len(keys), n)
 		}
 	}
 	return nil

@@ -348,16 +348,18 @@ func (c *checker) checkTree() {
 }
 
 // checkHashTable compares a table keyed by SHA-256 (idx_accepted,
-// idx_idempotency) with the one the fold implies.
+// idx_idempotency) with the one the fold implies; from format 6 on its
+// keys are acceptKeys (checkAcceptKeys).
 func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
+	if c.version >= 6 {
+		c.checkAcceptKeys(b, name, wantTable)
+		return
+	}
 	seen := map[entry.Hash]bool{}
 	b.ForEach(func(k, v []byte) error {
 		var h entry.Hash
 		copy(h[:], k)
 		want, ok := wantTable[h]
-		if c.version >= 6 && ok {
-			want = want[:acceptLen] // the seq alone
-		}
 		if len(k) != 32 || !ok {
 			c.add(seqOf(v), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
 			return nil
@@ -369,12 +371,38 @@ func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entr
 		return nil
 	})
 	for h, want := range wantTable {
-		if c.version >= 6 {
-			want = want[:acceptLen]
-		}
 		if !seen[h] {
 			c.add(seqOf(want), ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", name, h[:], want), "absent")
 		}
+	}
+}
+
+// checkAcceptKeys compares format 6's idx_accepted or idx_idempotency,
+// acceptKey(s, seq) -> "", with the table the fold implies (sha256(s) ->
+// seq || payload).
+func (c *checker) checkAcceptKeys(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
+	want := make(map[string]bool, len(wantTable))
+	for h, v := range wantTable {
+		want[string(cat(h[:acceptPrefix], v[:8]))] = true
+	}
+	b.ForEach(func(k, v []byte) error {
+		switch {
+		case len(k) != acceptPrefix+8 || len(v) != 0:
+			c.add(seqOf(k[min(len(k), acceptPrefix):]), ledger.FindAccepted, name+" key of 16 bytes, empty value", fmt.Sprintf("%x -> %x", k, v))
+		case !want[string(k)]:
+			c.add(seqOf(k[acceptPrefix:]), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
+		default:
+			delete(want, string(k))
+		}
+		return nil
+	})
+	missing := make([]string, 0, len(want))
+	for k := range want {
+		missing = append(missing, k)
+	}
+	slices.Sort(missing)
+	for _, k := range missing {
+		c.add(seqOf([]byte(k[acceptPrefix:])), ledger.FindAccepted, fmt.Sprintf("%s key %x", name, k), "absent")
 	}
 }
 

@@ -61,14 +61,14 @@ var (
 	bucketTiles      = []byte("tiles")           // tileKey(L, N) -> the tile's hashes, 32 bytes each (formats 4 and 5)
 	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash (formats 1-3)
 	bucketIdxHandoff = []byte("idx_handoff")     // index records (see postings) of xxh(handoff_id)   (every handoff entry)
-	bucketIdxAccept  = []byte("idx_accepted")    // sha256(handoff_id) -> be64(seq) (first accepted; formats 1-5: || payload sha256)
+	bucketIdxAccept  = []byte("idx_accepted")    // acceptKey(handoff_id, seq) -> "" (first accepted; formats 1-5: sha256(handoff_id) -> be64(seq) || payload sha256)
 	bucketIdxAgent   = []byte("idx_agent")       // index records of xxh(agent)         (source, target, unblock agent)
 	bucketIdxWork    = []byte("idx_workflow")    // index records of xxh(workflow_id)
 	bucketIdxDecide  = []byte("idx_decision")    // index records of the decision
 	bucketIdxTime    = []byte("idx_time")        // index records of timeKey(time)
 	bucketBlocked    = []byte("blocked")         // agent -> be64(seq of the blocking entry)
 	bucketRedacted   = []byte("redacted")        // payload sha256 -> be64(seq of the latest redaction)
-	bucketIdxIdem    = []byte("idx_idempotency") // sha256(idempotency key) -> be64(seq) (first use; formats 1-5: || payload sha256)
+	bucketIdxIdem    = []byte("idx_idempotency") // acceptKey(idempotency key, seq) -> "" (first use; formats 1-5: as idx_accepted)
 )
 
 // An index record of a secondary index lists, in increasing order, seqs
@@ -83,9 +83,23 @@ var (
 // decision string.
 const maxPostings = 512
 
-// accepted and idempotency values: be64(seq); the payload's SHA-256 is
-// read from the entry (formats 1-5 stored it after the seq).
-const acceptLen, acceptLenV5 = 8, 40
+// acceptKey is the idx_accepted key of handoff id s first accepted by
+// entry seq (the idx_idempotency key of idempotency key s first used by
+// it): the first 8 bytes of sha256(s), then be64(seq). A lookup walks the
+// keys of the 8 bytes and reads each entry, which must be a handoff (an
+// accepted one, for idx_accepted); one that names another string of
+// those 8 bytes is passed over, so the answer is exact. The payload's
+// SHA-256 is read from the entry. Formats 1-5 keyed sha256(s) ->
+// be64(seq) || payload sha256.
+func acceptKey(s string, seq uint64) []byte {
+	sum := entry.Sum256([]byte(s))
+	return cat(sum[:acceptPrefix], be64(seq))
+}
+
+const (
+	acceptPrefix = 8  // bytes of sha256(s) in an acceptKey
+	acceptLenV5  = 40 // a format 1-5 value: be64(seq) || payload sha256
+)
 
 var allBuckets = [][]byte{
 	bucketMeta, bucketEntries, bucketBlobs, bucketIdxBlob, bucketTiles,

@@ -44,8 +44,8 @@ func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
 
 // toFormat5 rewrites the format 6 ledger file at path the way format 5
 // stored it: one secondary index key prefix || be64(seq) per listing,
-// with an empty value, and idx_accepted and idx_idempotency values
-// be64(seq) || the entry's payload SHA-256.
+// with an empty value, and idx_accepted and idx_idempotency keyed by
+// sha256(string) -> be64(seq) || the entry's payload SHA-256.
 func toFormat5(t *testing.T, path string) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
@@ -90,16 +90,27 @@ func toFormat5(t *testing.T, path string) {
 		}
 		ents := tx.Bucket([]byte("entries"))
 		for _, name := range []string{"idx_accepted", "idx_idempotency"} {
-			b := tx.Bucket([]byte(name))
 			vals := map[string][]byte{}
-			if err := b.ForEach(func(k, v []byte) error {
-				e, err := entry.Decode(ents.Get(v))
+			if err := tx.Bucket([]byte(name)).ForEach(func(k, _ []byte) error {
+				e, err := entry.Decode(ents.Get(k[8:]))
 				if err != nil {
 					return err
 				}
-				vals[string(k)] = append(append([]byte(nil), v...), e.PayloadSHA256[:]...)
+				s := e.HandoffID.S
+				if name == "idx_idempotency" {
+					s = e.IdempotencyKey
+				}
+				sum := entry.Sum256([]byte(s))
+				vals[string(sum[:])] = append(append([]byte(nil), k[8:]...), e.PayloadSHA256[:]...)
 				return nil
 			}); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
 				return err
 			}
 			for k, v := range vals {

@@ -187,19 +187,19 @@ func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
 }
 
 // readAccept reads the entry s maps to in idx_accepted (a handoff id) or
-// idx_idempotency (an idempotency key). From format 6 on the value is the
-// seq alone: the payload's SHA-256 comes from that entry, which must be a
-// handoff naming s (accepted, for idx_accepted).
+// idx_idempotency (an idempotency key): from format 6 on, the first of
+// the entries its acceptKeys name that is the handoff s names (see
+// acceptKey); the payload's SHA-256 comes from that entry.
 func (v *view) readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
 	if b == nil { // a read-only view of a file before format 3
 		return entry.Accept{}, false, nil
 	}
-	k := entry.Sum256([]byte(s))
-	val := b.Get(k[:])
-	if val == nil {
-		return entry.Accept{}, false, nil
-	}
+	sum := entry.Sum256([]byte(s))
 	if v.version < 6 {
+		val := b.Get(sum[:])
+		if val == nil {
+			return entry.Accept{}, false, nil
+		}
 		if len(val) != acceptLenV5 {
 			return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(val))
 		}
@@ -207,21 +207,39 @@ func (v *view) readAccept(b rbucket, s, name string) (entry.Accept, bool, error)
 		copy(a.Payload[:], val[8:])
 		return a, true, nil
 	}
-	if len(val) != acceptLen {
-		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(val))
+	prefix := sum[:acceptPrefix]
+	c := b.Cursor()
+	for k, val := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, val = c.Next() {
+		if len(k) != acceptPrefix+8 || len(val) != 0 {
+			return entry.Accept{}, false, fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, val)
+		}
+		seq := binary.BigEndian.Uint64(k[acceptPrefix:])
+		e, err := acceptEntry(v.entries.Get(k[acceptPrefix:]), seq, prefix, name)
+		if err != nil {
+			return entry.Accept{}, false, err
+		}
+		if acceptString(e, name) == s {
+			return entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true, nil
+		}
 	}
-	seq := binary.BigEndian.Uint64(val)
-	e, err := acceptEntry(v.entries.Get(val), seq, s, name)
-	if err != nil {
-		return entry.Accept{}, false, err
-	}
-	return entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true, nil
+	return entry.Accept{}, false, nil
 }
 
-// acceptEntry decodes raw, the entry seq that idx_accepted (name) maps
-// the handoff id s to, or idx_idempotency the key s, and checks that it
-// is that entry.
-func acceptEntry(raw []byte, seq uint64, s, name string) (*entry.Entry, error) {
+// acceptString is the string entry e is listed under in idx_accepted (its
+// handoff id) or idx_idempotency (its idempotency key).
+func acceptString(e *entry.Entry, name string) string {
+	if name == string(bucketIdxIdem) {
+		return e.IdempotencyKey
+	}
+	return e.HandoffID.S
+}
+
+// acceptEntry decodes raw, the entry seq that an idx_accepted or
+// idx_idempotency (name) key of prefix names, and checks that it is a
+// handoff listed there: accepted with a handoff id (for idx_accepted) or
+// with an idempotency key (idx_idempotency), whose SHA-256 begins with
+// prefix.
+func acceptEntry(raw []byte, seq uint64, prefix []byte, name string) (*entry.Entry, error) {
 	if raw == nil {
 		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s names entry %d, which is missing", ledger.ErrCorrupt, name, seq)}
 	}
@@ -230,13 +248,13 @@ func acceptEntry(raw []byte, seq uint64, s, name string) (*entry.Entry, error) {
 		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
 	}
 	ok := e.Seq == seq && e.Kind == entry.KindHandoff && e.PayloadSHA256 != nil
-	if name == "idx_idempotency" {
-		ok = ok && e.IdempotencyKey == s
+	if name == string(bucketIdxIdem) {
+		ok = ok && e.IdempotencyKey != ""
 	} else {
-		ok = ok && e.HandoffID.Valid && e.HandoffID.S == s && e.Decision == reason.Accepted
+		ok = ok && e.HandoffID.Valid && e.Decision == reason.Accepted
 	}
-	if !ok {
-		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s names entry %d, which is not the handoff it indexes", ledger.ErrCorrupt, name, seq)}
+	if sum := entry.Sum256([]byte(acceptString(e, name))); !ok || !bytes.HasPrefix(sum[:], prefix) {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s key %x names entry %d, which is not a handoff it lists", ledger.ErrCorrupt, name, prefix, seq)}
 	}
 	return e, nil
 }

@@ -168,8 +168,10 @@ func DuplicateEntry(path string, seq uint64) error {
 // the secondary indexes (idx_handoff, idx_agent, idx_workflow,
 // idx_decision, idx_time) every index record listing seq, which then
 // lists newSeq instead (each record's key is prefix || be64(its first
-// seq), its value the uvarint differences of the later seqs); for the
-// tables (idx_accepted, blocked, redacted) every value starting with seq.
+// seq), its value the uvarint differences of the later seqs); for
+// idx_accepted every key ending in seq (format 6: sha256(id)[:8] ||
+// be64(seq)), or every value starting with it (formats 1-5); for the
+// tables blocked and redacted every value starting with seq.
 func EditIndex(path, bucket string, seq, newSeq uint64) error {
 	old, repl := SeqKey(seq), SeqKey(newSeq)
 	return update(path, func(tx *bbolt.Tx) error {
@@ -182,6 +184,13 @@ func EditIndex(path, bucket string, seq, newSeq uint64) error {
 		b.ForEach(func(k, v []byte) error {
 			switch bucket {
 			case BucketIdxAccept, BucketBlocked, BucketRedacted:
+				if bucket == BucketIdxAccept && len(v) == 0 { // format 6: sha256(id)[:8] || be64(seq)
+					if len(k) == 16 && bytes.HasSuffix(k, old) {
+						del = append(del, kv{k: append([]byte(nil), k...)})
+						put = append(put, kv{append(append([]byte(nil), k[:8]...), repl...), []byte{}})
+					}
+					return nil
+				}
 				if bytes.HasPrefix(v, old) {
 					put = append(put, kv{append([]byte(nil), k...), append(append([]byte(nil), repl...), v[8:]...)})
 				}
