@@ -203,7 +203,8 @@ func (c *checker) locateIndex(name []byte, b *bolt.Bucket) {
 // seq; buf is scratch space, returned for reuse.
 func listed(c *bolt.Cursor, buf []uint64, prefix []byte, seq uint64) ([]uint64, bool) {
 	want := len(prefix) + 8
-	k, v := c.Seek(cat(prefix, be64(seq+1)))
+	var v []byte
+	k, _ := c.Seek(cat(prefix, be64(seq+1)))
 	if k == nil {
 		k, v = c.Last()
 	} else {

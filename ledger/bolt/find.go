@@ -150,7 +150,8 @@ func walkPrefix(c cursor, name, prefix []byte, lo, hi uint64, newest bool, confi
 	if newest {
 		bound = hi
 	}
-	k, v := c.Seek(cat(prefix, be64(bound+1)))
+	var v []byte
+	k, _ := c.Seek(cat(prefix, be64(bound+1)))
 	if k == nil {
 		k, v = c.Last()
 	} else {
@@ -228,7 +229,7 @@ func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry
 		if untilKey != nil && bytes.Compare(untilKey, start) < 0 {
 			start = untilKey
 		}
-		if k, v = c.Seek(start); k == nil {
+		if k, _ = c.Seek(start); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
