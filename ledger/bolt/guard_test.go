@@ -24,10 +24,12 @@ import (
 )
 
 // guardHandoffs is the size of guardLedger: enough for branch pages in
-// the entries, blobs, tiles and idx_agent buckets.
+// the entries, blobs, tiles and idx_agent buckets (idx_agent's records
+// list an agent's seqs of one index flush: 400 source agents make over
+// 1,000 records).
 const guardHandoffs = 1200
 
-// guardLedger builds a ledger of guardHandoffs handoffs of ~1 KiB (8
+// guardLedger builds a ledger of guardHandoffs handoffs of ~1 KiB (400
 // source agents, 3 workflows) from 16 writers, once per test binary.
 var guardLedger = sync.OnceValues(func() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "guard")
@@ -67,7 +69,7 @@ var guardLedger = sync.OnceValues(func() ([]byte, error) {
 })
 
 func guardHandoff(i int) bolttest.Handoff {
-	h := bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%8), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
+	h := bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%400), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
 	h.Payload = append(append([]byte(nil), benchPayload...), fmt.Sprint(i)...)
 	return h
 }
