@@ -70,7 +70,7 @@ func (d *Driver) setLast(h headTime) {
 }
 
 // appendFill is the fill of buckets whose keys grow (entries, blobs, tree
-// tiles, idx_time, idx_decision): bbolt splits a page at this fraction, and
+// tiles, idx_decision): bbolt splits a page at this fraction, and
 // a page left behind is never written again, so filling it whole wastes
 // nothing. The buckets keyed by a hash (idx_blob, idx_handoff,
 // idx_accepted) or by a hash prefix (idx_agent, idx_workflow) keep bbolt's
@@ -108,7 +108,7 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 		meta: tx.Bucket(bucketMeta), entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs),
 		idxBlob: tx.Bucket(bucketIdxBlob), tiles: tx.Bucket(bucketTiles), accepted: tx.Bucket(bucketIdxAccept), blocked: tx.Bucket(bucketBlocked),
 		redacted: tx.Bucket(bucketRedacted), idm: tx.Bucket(bucketIdxIdem)}
-	for _, name := range allBuckets {
+	for _, name := range bucketsOf(FormatVersion) {
 		if tx.Bucket(name) == nil {
 			return nil, fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
@@ -441,9 +441,9 @@ func (p postingLists) put(tx *bolt.Tx) error {
 	for _, name := range secondaryIndexes {
 		m := p[string(name)]
 		b := tx.Bucket(name)
-		if bytes.Equal(name, bucketIdxTime) || bytes.Equal(name, bucketIdxDecide) {
-			// Keys are a time, or one of a few decisions || seq: each
-			// flush appends at the end (of a decision's run). The other
+		if bytes.Equal(name, bucketIdxDecide) {
+			// Keys are one of a few decisions || seq: each flush
+			// appends at the end of a decision's run. The other
 			// indexes keep bbolt's half-full split (see appendFill).
 			b.FillPercent = appendFill
 		}
@@ -501,6 +501,7 @@ func (d *Driver) compact() (err error) {
 			os.Remove(tmp)
 		}
 	}()
+	dst.AllocSize = allocSize
 	src := d.current()
 	if err := bolt.Compact(dst, src, 64<<20); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
@@ -19,10 +18,11 @@ import (
 // meta "key", versions 1 to 3 store every tree hash in the tree bucket
 // instead of tiles, versions 1 to 4 key blobs by their SHA-256 (no
 // idx_blob) and keep the full level-0 tiles, and versions 1 to 5 store
-// one secondary index key per (value, seq) and the payload's SHA-256 in
-// idx_accepted and idx_idempotency. A read-only Open reads them as they
-// are: a key of version 5's indexes is a version 6 index record listing
-// one seq.
+// one secondary index key per (value, seq), the payload's SHA-256 in
+// idx_accepted and idx_idempotency, and a time index (idx_time), which
+// the upgrade drops. A read-only Open reads them as they are: a key of
+// version 5's indexes is a version 6 index record listing one seq, and
+// no read uses idx_time.
 const FormatVersion = 6
 
 // Earlier layouts.
@@ -65,7 +65,7 @@ var (
 	bucketIdxAgent   = []byte("idx_agent")       // index records of xxh(agent)         (source, target, unblock agent)
 	bucketIdxWork    = []byte("idx_workflow")    // index records of xxh(workflow_id)
 	bucketIdxDecide  = []byte("idx_decision")    // index records of the decision
-	bucketIdxTime    = []byte("idx_time")        // index records of timeKey(time)
+	bucketIdxTime    = []byte("idx_time")        // formats 1-5: be64(unix seconds ^ 1<<63) || be32(ns) || be64(seq) -> "" (from format 6 on, the entries are their own time index: see timeBounds)
 	bucketBlocked    = []byte("blocked")         // agent -> be64(seq of the blocking entry)
 	bucketRedacted   = []byte("redacted")        // payload sha256 -> be64(seq of the latest redaction)
 	bucketIdxIdem    = []byte("idx_idempotency") // acceptKey(idempotency key, seq) -> "" (first use; formats 1-5: as idx_accepted)
@@ -79,8 +79,7 @@ var (
 // flush of the indexes (Options.IndexBatch) writes one record per prefix
 // for the entries it covers, of at most maxPostings seqs; a prefix's
 // records are in seq order and never overlap. A prefix's length is fixed
-// per index (8 for xxh, 12 for timeKey) except for idx_decision's, the
-// decision string.
+// per index (8 for xxh) except for idx_decision's, the decision string.
 const maxPostings = 512
 
 // acceptKey is the idx_accepted key of handoff id s first accepted by
@@ -101,6 +100,8 @@ const (
 	acceptLenV5  = 40 // a format 1-5 value: be64(seq) || payload sha256
 )
 
+// allBuckets are the buckets of every format; bucketsOf(v) those of
+// format v.
 var allBuckets = [][]byte{
 	bucketMeta, bucketEntries, bucketBlobs, bucketIdxBlob, bucketTiles,
 	bucketIdxHandoff, bucketIdxAccept, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime,
@@ -114,6 +115,7 @@ func bucketsOf(v uint64) [][]byte {
 		switch {
 		case bytes.Equal(name, bucketIdxIdem) && v < 3:
 		case bytes.Equal(name, bucketIdxBlob) && v < 5:
+		case bytes.Equal(name, bucketIdxTime) && v >= 6:
 		case bytes.Equal(name, bucketTiles) && v < 4:
 			out = append(out, bucketTree)
 		default:
@@ -144,7 +146,7 @@ var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaM
 // secondaryIndexes are the indexes that may trail the head (written every
 // Options.IndexBatch entries): nothing a decision reads. idx_accepted and
 // blocked, which decisions read, are written in the entry's own commit.
-var secondaryIndexes = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide, bucketIdxTime}
+var secondaryIndexes = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide}
 
 // readIndexed returns the seq through which the secondary indexes are
 // complete, given the head seq. A version 1 file is complete through head.
@@ -180,15 +182,6 @@ func xxh(s string) []byte {
 	return b
 }
 
-// timeKey encodes t so that byte order is time order for any year:
-// be64(unix seconds with the sign bit flipped) || be32(nanoseconds).
-func timeKey(t time.Time) []byte {
-	b := make([]byte, 12)
-	binary.BigEndian.PutUint64(b, uint64(t.Unix())^(1<<63))
-	binary.BigEndian.PutUint32(b[8:], uint32(t.Nanosecond()))
-	return b
-}
-
 // cat returns a new slice holding a followed by b (never aliasing either).
 func cat(a, b []byte) []byte {
 	out := make([]byte, 0, len(a)+len(b))
@@ -207,9 +200,7 @@ func clone(b []byte) []byte {
 // which entry e's seq is listed (each once). The same function drives
 // Append, the upgrade and Check, so they cannot disagree.
 func indexPrefixes(e *entry.Entry) map[string][][]byte {
-	out := map[string][][]byte{
-		string(bucketIdxTime): {timeKey(e.Time.Time)},
-	}
+	out := map[string][][]byte{}
 	add := func(b []byte, prefix []byte) {
 		for _, have := range out[string(b)] {
 			if bytes.Equal(have, prefix) { // two strings with one xxhash: one listing
@@ -242,10 +233,7 @@ func indexPrefixes(e *entry.Entry) map[string][][]byte {
 // prefixLen is the prefix length of every key of a secondary index, 0
 // for idx_decision (any length: the key minus its 8-byte seq).
 func prefixLen(name []byte) int {
-	switch {
-	case bytes.Equal(name, bucketIdxTime):
-		return 12
-	case bytes.Equal(name, bucketIdxDecide):
+	if bytes.Equal(name, bucketIdxDecide) {
 		return 0
 	}
 	return 8

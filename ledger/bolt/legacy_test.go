@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
@@ -42,10 +43,20 @@ func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
 	return all, err
 }
 
+// timeKeyV5 is the time prefix of a format 1-5 idx_time key: be64(unix
+// seconds with the sign bit flipped) || be32(nanoseconds).
+func timeKeyV5(t time.Time) []byte {
+	b := make([]byte, 12)
+	binary.BigEndian.PutUint64(b, uint64(t.Unix())^(1<<63))
+	binary.BigEndian.PutUint32(b[8:], uint32(t.Nanosecond()))
+	return b
+}
+
 // toFormat5 rewrites the format 6 ledger file at path the way format 5
 // stored it: one secondary index key prefix || be64(seq) per listing,
-// with an empty value, and idx_accepted and idx_idempotency keyed by
-// sha256(string) -> be64(seq) || the entry's payload SHA-256.
+// with an empty value, a time index (idx_time: the entry's time, then
+// its seq), and idx_accepted and idx_idempotency keyed by sha256(string)
+// -> be64(seq) || the entry's payload SHA-256.
 func toFormat5(t *testing.T, path string) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, nil)
@@ -57,7 +68,7 @@ func toFormat5(t *testing.T, path string) {
 		if v := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("version"))); v != 6 {
 			return fmt.Errorf("toFormat5 of a format %d file", v)
 		}
-		for _, name := range []string{"idx_handoff", "idx_agent", "idx_workflow", "idx_decision", "idx_time"} {
+		for _, name := range []string{"idx_handoff", "idx_agent", "idx_workflow", "idx_decision"} {
 			var keys [][]byte
 			if err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
 				seq := binary.BigEndian.Uint64(k[len(k)-8:])
@@ -89,6 +100,19 @@ func toFormat5(t *testing.T, path string) {
 			}
 		}
 		ents := tx.Bucket([]byte("entries"))
+		times, err := tx.CreateBucket([]byte("idx_time"))
+		if err != nil {
+			return err
+		}
+		if err := ents.ForEach(func(k, raw []byte) error {
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return err
+			}
+			return times.Put(append(timeKeyV5(e.Time.Time), k...), []byte{})
+		}); err != nil {
+			return err
+		}
 		for _, name := range []string{"idx_accepted", "idx_idempotency"} {
 			vals := map[string][]byte{}
 			if err := tx.Bucket([]byte(name)).ForEach(func(k, _ []byte) error {

@@ -373,87 +373,82 @@ func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 // Find reads candidates from the most selective index, adds the entries
 // the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).
+// Without an indexed field the candidates are the stored entries between
+// the bounds q's seqs and times give (timeBounds).
 func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err error) {
 	if q.Limit > 0 {
 		return v.findLimited(ctx, q) // walks in the answer's order, stops at Limit
 	}
-	var idx, prefix []byte
-	switch {
-	case q.HandoffID != "":
-		idx, prefix = bucketIdxHandoff, xxh(q.HandoffID)
-	case q.WorkflowID != "":
-		idx, prefix = bucketIdxWork, xxh(q.WorkflowID)
-	case q.Agent != "":
-		idx, prefix = bucketIdxAgent, xxh(q.Agent)
-	case q.Decision != "":
-		idx, prefix = bucketIdxDecide, []byte(q.Decision)
-	default:
-		idx = bucketIdxTime
-	}
+	idx, prefix := index(&q)
 	err = v.do(func() error {
-		b := v.bucket(idx)
-		if b == nil {
-			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
-		}
 		head := v.head.Seq
 		indexed, err := readIndexed(v.meta, head)
 		if err != nil {
 			return err
 		}
+		if q.After == ^uint64(0) {
+			return nil
+		}
+		lo, hi := q.After+1, head
+		if q.Before != 0 {
+			hi = min(hi, q.Before-1)
+		}
 		var cands []uint64
-		c := b.Cursor()
-		var k, val []byte
-		switch {
-		case prefix != nil:
-			k, val = c.Seek(prefix)
-		case !q.Since.IsZero():
-			k, val = c.Seek(timeKey(q.Since.UTC()))
-		default:
-			k, val = c.First()
-		}
-		var seqs []uint64
-		for ; k != nil; k, val = c.Next() {
-			if prefix != nil && !bytes.HasPrefix(k, prefix) {
-				break
+		// stored appends the seqs from..to, read from the entries bucket,
+		// not counted up to the head: a damaged head seq must not size a
+		// list.
+		stored := func(from, to uint64) error {
+			if from > to {
+				return nil
 			}
-			if prefix == nil && !q.Until.IsZero() && bytes.Compare(k, timeKey(q.Until.UTC())) >= 0 {
-				break
-			}
-			want := len(prefix) + 8
-			if prefix == nil {
-				want = 12 + 8
-			}
-			if len(k) != want {
-				continue // a longer decision string sharing the prefix
-			}
-			if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(k)-8:]), val); err != nil {
-				return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, idx, k, err)
-			}
-			for _, seq := range seqs {
-				if seq <= indexed {
-					cands = append(cands, seq)
-				}
-			}
-		}
-		if !slices.IsSorted(cands) {
-			slices.Sort(cands) // records of a prefix are in seq order: only a hostile file
-			cands = slices.Compact(cands)
-		}
-		// Entries beyond meta "indexed" have no index keys yet: every one
-		// is a candidate, confirmed below like the others. They are read
-		// from the entries bucket, not counted up to the head: a damaged
-		// head seq must not size a list.
-		if indexed < head {
-			ec, next := v.entries.Cursor(), indexed+1
-			for k, _ := ec.Seek(be64(next)); k != nil && next <= head; k, _ = ec.Next() {
+			ec, next := v.entries.Cursor(), from
+			for k, _ := ec.Seek(be64(next)); k != nil && next <= to; k, _ = ec.Next() {
 				if len(k) != 8 || binary.BigEndian.Uint64(k) != next {
 					break
 				}
 				cands = append(cands, next)
 				next++
 			}
-			if next <= head {
+			if next <= to {
 				return &ledger.RecordError{Seq: next, Op: "find", Err: fmt.Errorf("%w: entry %d missing below the head %d", ledger.ErrCorrupt, next, head)}
+			}
+			return nil
+		}
+		if prefix == nil {
+			if lo, hi, err = timeBounds(&q, lo, hi, func(seq uint64) (*entry.Entry, error) { return getEntry(v.entries, seq) }); err != nil {
+				return err
+			}
+			if err := stored(lo, hi); err != nil {
+				return err
+			}
+		} else {
+			b := v.bucket(idx)
+			if b == nil {
+				return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
+			}
+			c := b.Cursor()
+			var seqs []uint64
+			for k, val := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, val = c.Next() {
+				if len(k) != len(prefix)+8 {
+					continue // a longer decision string sharing the prefix
+				}
+				if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(k)-8:]), val); err != nil {
+					return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, idx, k, err)
+				}
+				for _, seq := range seqs {
+					if seq <= indexed && seq >= lo && seq <= hi {
+						cands = append(cands, seq)
+					}
+				}
+			}
+			if !slices.IsSorted(cands) {
+				slices.Sort(cands) // records of a prefix are in seq order: only a hostile file
+				cands = slices.Compact(cands)
+			}
+			// Entries beyond meta "indexed" have no index keys yet: every
+			// one is a candidate, confirmed below like the others.
+			if err := stored(max(lo, indexed+1), hi); err != nil {
+				return err
 			}
 		}
 		for i, seq := range cands {
@@ -462,13 +457,9 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 					return err
 				}
 			}
-			raw := v.entries.Get(be64(seq))
-			if raw == nil {
-				return &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
-			}
-			e, err := entry.Decode(raw)
+			e, err := getEntry(v.entries, seq)
 			if err != nil {
-				return &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+				return err
 			}
 			if q.Match(e) {
 				out = append(out, seq)

@@ -31,7 +31,6 @@ const (
 	BucketIdxAgent   = "idx_agent"
 	BucketIdxWork    = "idx_workflow"
 	BucketIdxDecide  = "idx_decision"
-	BucketIdxTime    = "idx_time"
 	BucketBlocked    = "blocked"
 	BucketRedacted   = "redacted"
 )
@@ -166,7 +165,7 @@ func DuplicateEntry(path string, seq uint64) error {
 
 // EditIndex redirects index references from seq to newSeq in bucket: for
 // the secondary indexes (idx_handoff, idx_agent, idx_workflow,
-// idx_decision, idx_time) every index record listing seq, which then
+// idx_decision) every index record listing seq, which then
 // lists newSeq instead (each record's key is prefix || be64(its first
 // seq), its value the uvarint differences of the later seqs); for
 // idx_accepted every key ending in seq (format 6: sha256(id)[:8] ||
