@@ -57,7 +57,8 @@ type checker struct {
 	lastSeq   uint64
 	lastHash  entry.Hash
 	tree      map[int64]tlog.Hash // recomputed stored hashes
-	idxCount  map[string]int
+	idxWant   map[string]pairSet  // the index listings entries 1..indexed imply
+	pairs     *pairHasher
 	accepted  map[entry.Hash][]byte // sha256(handoff_id) -> seq||payload
 	blocked   map[string]uint64
 	redacted  map[entry.Hash]uint64 // payload -> latest redaction seq
@@ -77,7 +78,8 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 
 func (c *checker) run() error {
 	c.tree = map[int64]tlog.Hash{}
-	c.idxCount = map[string]int{}
+	c.idxWant = map[string]pairSet{}
+	c.pairs = newPairHasher()
 	c.accepted = map[entry.Hash][]byte{}
 	c.blocked = map[string]uint64{}
 	c.redacted = map[entry.Hash]uint64{}
@@ -243,25 +245,6 @@ func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h entry.Hash) {
 	}
 }
 
-func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
-	for name, keys := range indexKeys(e) {
-		b := c.bucket([]byte(name))
-		c.idxCount[name] += len(keys)
-		if b == nil {
-			continue
-		}
-		for _, k := range keys {
-			v := b.Get(k)
-			switch {
-			case v == nil:
-				c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("%s key %x", name, k), "absent")
-			case len(v) != 0:
-				c.add(seq, ledger.FindBadValue, fmt.Sprintf("%s key %x empty", name, k), fmt.Sprintf("%x", v))
-			}
-		}
-	}
-}
-
 // derive folds e (stored as seq) into the checker's state, the one fold
 // of package entry, and notes the blobs it refers to. The chain itself is
 // judged by walkEntries; the fold is positioned on e's own seq, prev and
@@ -364,48 +347,14 @@ func (c *checker) checkTree() {
 	})
 }
 
-// checkIndexes reports stored index keys no entry implies. Every implied
-// key was looked up during the walk, so when the counts agree the sets are
-// equal; otherwise each stored key is re-derived from its entry.
-func (c *checker) checkIndexes() {
-	entries := c.bucket(bucketEntries)
-	for _, name := range secondaryIndexes {
-		b := c.bucket(name)
-		if b == nil {
-			continue
-		}
-		if b.Stats().KeyN == c.idxCount[string(name)] {
-			continue
-		}
-		b.ForEach(func(k, v []byte) error {
-			if v == nil || len(k) < 8 {
-				c.add(0, ledger.FindIndexExtra, string(name)+" key", fmt.Sprintf("%x", k))
-				return nil
-			}
-			seq := binary.BigEndian.Uint64(k[len(k)-8:])
-			var e *entry.Entry
-			var err error = ledger.ErrNotFound
-			if entries != nil {
-				if raw := entries.Get(k[len(k)-8:]); raw != nil {
-					e, err = entry.Decode(raw)
-				}
-			}
-			if err == nil && e.Seq == seq && seq <= c.indexed {
-				for _, want := range indexKeys(e)[string(name)] {
-					if bytes.Equal(want, k) {
-						return nil
-					}
-				}
-			}
-			c.add(seq, ledger.FindIndexExtra, "no "+string(name)+" key", fmt.Sprintf("%x", k))
-			return nil
-		})
-	}
-}
-
 // checkHashTable compares a table keyed by SHA-256 (idx_accepted,
-// idx_idempotency) with the one the fold implies.
+// idx_idempotency) with the one the fold implies; from format 6 on its
+// keys are acceptKeys (checkAcceptKeys).
 func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
+	if c.version >= 6 {
+		c.checkAcceptKeys(b, name, wantTable)
+		return
+	}
 	seen := map[entry.Hash]bool{}
 	b.ForEach(func(k, v []byte) error {
 		var h entry.Hash
@@ -425,6 +374,35 @@ func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entr
 		if !seen[h] {
 			c.add(seqOf(want), ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", name, h[:], want), "absent")
 		}
+	}
+}
+
+// checkAcceptKeys compares format 6's idx_accepted or idx_idempotency,
+// acceptKey(s, seq) -> "", with the table the fold implies (sha256(s) ->
+// seq || payload).
+func (c *checker) checkAcceptKeys(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
+	want := make(map[string]bool, len(wantTable))
+	for h, v := range wantTable {
+		want[string(cat(h[:acceptPrefix], v[:8]))] = true
+	}
+	b.ForEach(func(k, v []byte) error {
+		switch {
+		case len(k) != acceptPrefix+8 || len(v) != 0:
+			c.add(seqOf(k[min(len(k), acceptPrefix):]), ledger.FindAccepted, name+" key of 16 bytes, empty value", fmt.Sprintf("%x -> %x", k, v))
+		case !want[string(k)]:
+			c.add(seqOf(k[acceptPrefix:]), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
+		default:
+			delete(want, string(k))
+		}
+		return nil
+	})
+	missing := make([]string, 0, len(want))
+	for k := range want {
+		missing = append(missing, k)
+	}
+	slices.Sort(missing)
+	for _, k := range missing {
+		c.add(seqOf([]byte(k[acceptPrefix:])), ledger.FindAccepted, fmt.Sprintf("%s key %x", name, k), "absent")
 	}
 }
 

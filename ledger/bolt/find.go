@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
@@ -17,12 +18,12 @@ import (
 //
 //   - without an indexed field and without a time bound, the candidates
 //     are the seqs between the bounds, read from the entries themselves;
-//   - with a handoff id, workflow, agent or decision, the keys of that
-//     index (prefix || seq, so in seq order) between the bounds, and the
-//     entries after meta "indexed", which have no keys yet;
-//   - with only a time bound, the time index (time || seq). Entry times
-//     never decrease along the chain (verify checks it), so time order is
-//     seq order, and the walk starts at the time of the bounding seq.
+//   - with a handoff id, workflow, agent or decision, the seqs the records
+//     of that index list under the value's prefix (in seq order) between
+//     the bounds, and the entries after meta "indexed", which have none;
+//   - a time bound narrows the bounds first (timeBounds): entry times
+//     never decrease along the chain, so the entries are their own time
+//     index.
 //
 // Its cost follows the size of the answer, not of the ledger (plus the
 // at most Options.IndexBatch unindexed entries when a filter is given).
@@ -38,26 +39,13 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 		if q.After == ^uint64(0) {
 			return nil
 		}
+		get := func(seq uint64) (*entry.Entry, error) { return getEntry(ents, seq) }
 		lo, hi := q.After+1, head
 		if q.Before != 0 {
 			hi = min(hi, q.Before-1)
 		}
-		if lo > hi {
-			return nil
-		}
-		get := func(seq uint64) (*entry.Entry, error) {
-			raw := ents.Get(be64(seq))
-			if raw == nil {
-				return nil, &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
-			}
-			e, err := entry.Decode(raw)
-			if err != nil {
-				return nil, &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
-			}
-			if e.Seq != seq {
-				return nil, &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: stored under seq %d but says seq %d", ledger.ErrCorrupt, seq, e.Seq)}
-			}
-			return e, nil
+		if lo, hi, err = timeBounds(&q, lo, hi, get); err != nil || lo > hi {
+			return err
 		}
 		// confirm adds seq when its entry matches; done when Limit is met.
 		n := 0
@@ -97,7 +85,7 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 			return false, nil
 		}
 		idx, prefix := index(&q)
-		if prefix == nil && q.Since.IsZero() && q.Until.IsZero() {
+		if prefix == nil {
 			_, err := seqRange(lo, hi)
 			return err
 		}
@@ -111,10 +99,7 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 			if ilo > ihi {
 				return false, nil
 			}
-			if prefix != nil {
-				return walkPrefix(b.Cursor(), prefix, ilo, ihi, q.Newest, confirm)
-			}
-			return walkTime(b.Cursor(), &q, ilo, ihi, get, confirm)
+			return walkPrefix(b.Cursor(), idx, prefix, ilo, ihi, q.Newest, confirm)
 		}
 		if q.Newest {
 			if done, err := seqRange(tlo, thi); done || err != nil {
@@ -139,110 +124,134 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 }
 
 // walkPrefix confirms, in seq order (descending when newest), the seqs
-// lo..hi of the index keys prefix || be64(seq). Keys of other lengths
-// (another value sharing the prefix) are skipped.
-func walkPrefix(c cursor, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
+// lo..hi of the index records of prefix (see maxPostings) in bucket name.
+// It starts at the last record beginning at or before the bound (lo, or
+// hi when newest), which may list seqs beyond it. Keys of other lengths
+// (another decision sharing the prefix) are skipped, and so are seqs a
+// damaged file lists out of order or twice.
+func walkPrefix(c cursor, name, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
 	want := len(prefix) + 8
-	var k []byte
+	bound := lo
+	if newest {
+		bound = hi
+	}
+	var v []byte
+	k, _ := c.Seek(cat(prefix, be64(bound+1)))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for k != nil && bytes.HasPrefix(k, prefix) && len(k) != want {
+		k, v = c.Prev()
+	}
 	step := c.Next
 	if newest {
 		step = c.Prev
-		if k, _ = c.Seek(cat(prefix, be64(hi+1))); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else {
-		k, _ = c.Seek(cat(prefix, be64(lo)))
+	} else if k == nil || !bytes.HasPrefix(k, prefix) {
+		k, v = c.Seek(cat(prefix, be64(lo)))
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = step() {
+	var seqs []uint64
+	last := uint64(0) // the last seq walked, so none is confirmed twice
+	if newest {
+		last = ^uint64(0)
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = step() {
 		if len(k) != want {
 			continue
 		}
-		seq := binary.BigEndian.Uint64(k[len(prefix):])
-		if newest && seq < lo || !newest && seq > hi {
-			break
+		var err error
+		if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(prefix):]), v); err != nil {
+			return true, fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, name, k, err)
 		}
-		if seq < lo || seq > hi {
-			continue
+		if newest {
+			slices.Reverse(seqs)
 		}
-		if done, err := confirm(seq); done || err != nil {
-			return true, err
+		for _, seq := range seqs {
+			switch {
+			case newest && seq < lo || !newest && seq > hi:
+				return false, nil
+			case seq < lo || seq > hi || newest && seq >= last || !newest && seq <= last:
+				continue
+			}
+			last = seq
+			if done, err := confirm(seq); done || err != nil {
+				return true, err
+			}
 		}
 	}
 	return false, nil
 }
 
-// walkTime confirms, in seq order (descending when q.Newest), the seqs
-// lo..hi of the time index between q.Since and q.Until. It starts at the
-// time of the bounding entry (lo, or hi when newest), as times never
-// decrease along the chain.
-func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry.Entry, error), confirm func(uint64) (bool, error)) (bool, error) {
-	var sinceKey, untilKey []byte
-	if !q.Since.IsZero() {
-		sinceKey = timeKey(q.Since.UTC())
+// getEntry reads and decodes entry seq of the entries bucket ents.
+func getEntry(ents rbucket, seq uint64) (*entry.Entry, error) {
+	raw := ents.Get(be64(seq))
+	if raw == nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
 	}
+	e, err := entry.Decode(raw)
+	if err != nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+	}
+	if e.Seq != seq {
+		return nil, &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: stored under seq %d but says seq %d", ledger.ErrCorrupt, seq, e.Seq)}
+	}
+	return e, nil
+}
+
+// timeBounds narrows the seqs lo..hi to those of the entries whose time
+// lies in [q.Since, q.Until). Entry times never decrease along the chain
+// (verify reports an entry earlier than the one before it), so the
+// entries are their own time index: a binary search per bound reads
+// about 2·log2(hi-lo) entries, whatever the ledger's size. In a ledger
+// whose times do go back, the bounds are those of one crossing: a
+// matching entry beyond them can be missed, and every entry returned
+// still matches q (each is confirmed against it).
+func timeBounds(q *ledger.Query, lo, hi uint64, get func(uint64) (*entry.Entry, error)) (uint64, uint64, error) {
+	// first returns the first seq of lo..hi whose time is t or later
+	// (hi+1 when none is).
+	first := func(t time.Time) (uint64, error) {
+		a, b := lo, hi+1
+		for a < b {
+			m := a + (b-a)/2
+			e, err := get(m)
+			if err != nil {
+				return 0, err
+			}
+			if e.Time.Before(t) {
+				a = m + 1
+			} else {
+				b = m
+			}
+		}
+		return a, nil
+	}
+	if lo > hi {
+		return lo, hi, nil
+	}
+	from, to := lo, hi
 	if !q.Until.IsZero() {
-		untilKey = timeKey(q.Until.UTC())
-	}
-	at := func(seq uint64) ([]byte, error) {
-		e, err := get(seq)
+		u, err := first(q.Until)
 		if err != nil {
-			return nil, err
+			return 0, 0, err
 		}
-		return cat(timeKey(e.Time.Time.UTC()), be64(seq)), nil
+		if u == lo {
+			return 1, 0, nil // nothing before Until
+		}
+		to = u - 1
 	}
-	var k []byte
-	step := c.Next
-	if q.Newest {
-		step = c.Prev
-		start, err := at(hi)
+	if !q.Since.IsZero() {
+		f, err := first(q.Since)
 		if err != nil {
-			return true, err
+			return 0, 0, err
 		}
-		start = cat(start[:12], be64(hi+1))
-		if untilKey != nil && bytes.Compare(untilKey, start) < 0 {
-			start = untilKey
-		}
-		if k, _ = c.Seek(start); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else {
-		start, err := at(lo)
-		if err != nil {
-			return true, err
-		}
-		if sinceKey != nil && bytes.Compare(sinceKey, start) > 0 {
-			start = sinceKey
-		}
-		k, _ = c.Seek(start)
+		from = f
 	}
-	for ; k != nil; k, _ = step() {
-		if len(k) != 12+8 {
-			continue
-		}
-		if q.Newest && sinceKey != nil && bytes.Compare(k[:12], sinceKey) < 0 ||
-			!q.Newest && untilKey != nil && bytes.Compare(k[:12], untilKey) >= 0 {
-			break
-		}
-		seq := binary.BigEndian.Uint64(k[12:])
-		if q.Newest && seq < lo || !q.Newest && seq > hi {
-			break
-		}
-		if seq < lo || seq > hi {
-			continue
-		}
-		if done, err := confirm(seq); done || err != nil {
-			return true, err
-		}
-	}
-	return false, nil
+	return from, to, nil
 }
 
 // index returns the most selective index for q and the key prefix of q's
-// value in it (nil for the time index), as Find chooses them.
+// value in it, as Find chooses them; nil, nil without an indexed field.
 func index(q *ledger.Query) (idx, prefix []byte) {
 	switch {
 	case q.HandoffID != "":
@@ -254,5 +263,5 @@ func index(q *ledger.Query) (idx, prefix []byte) {
 	case q.Decision != "":
 		return bucketIdxDecide, []byte(q.Decision)
 	}
-	return bucketIdxTime, nil
+	return nil, nil
 }

@@ -89,6 +89,13 @@ func testFindPaging(t *testing.T, batch int) {
 		{Since: all[5].Time.Time, Until: tmid},
 		{Agent: "agent-2", Since: tmid},
 		{Agent: "nobody"},
+		// Time bounds at and beyond both ends (a binary search over the
+		// entries finds them).
+		{Until: all[0].Time.Time},
+		{Since: all[0].Time.Time.Add(-time.Hour)},
+		{Since: all[head-1].Time.Time},
+		{Since: all[head-1].Time.Time.Add(time.Nanosecond)},
+		{Until: all[head-1].Time.Time.Add(time.Hour), Since: all[0].Time.Time.Add(time.Nanosecond)},
 	}
 	bounds := [][2]uint64{{0, 0}, {0, 20}, {10, 0}, {10, 30}, {head - 3, 0}, {0, 2}, {25, 24}, {0, head + 5}}
 	cases := 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/mod/sumdb/tlog"
@@ -52,6 +53,8 @@ type view struct {
 	tx   *bolt.Tx
 	g    *pager // reads the pages itself when the file was not walked at Open (guard.go)
 	head entry.Head
+	// version is the file's format version.
+	version uint64
 	// buckets; idm is nil in a read-only view of a file before format 3;
 	// tree is set in one before format 4, tiles in the others; idxBlob is
 	// nil before format 5 (blobs keyed by their SHA-256).
@@ -92,6 +95,7 @@ func (v *view) initBuckets(d *Driver) error {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
 	}
+	v.version = version
 	v.entries, v.blobs = v.bucket(bucketEntries), v.bucket(bucketBlobs)
 	if version >= 5 {
 		v.idxBlob = v.bucket(bucketIdxBlob)
@@ -168,7 +172,7 @@ func (v *view) Head() entry.Head { return v.head }
 
 func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = readAccept(v.accepted, id, "idx_accepted")
+		a, ok, err = v.readAccept(v.accepted, id, "idx_accepted")
 		return err
 	})
 	return a, ok, err
@@ -176,27 +180,83 @@ func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 
 func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = readAccept(v.idm, key, "idx_idempotency")
+		a, ok, err = v.readAccept(v.idm, key, "idx_idempotency")
 		return err
 	})
 	return a, ok, err
 }
 
-func readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
+// readAccept reads the entry s maps to in idx_accepted (a handoff id) or
+// idx_idempotency (an idempotency key): from format 6 on, the first of
+// the entries its acceptKeys name that is the handoff s names (see
+// acceptKey); the payload's SHA-256 comes from that entry.
+func (v *view) readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
 	if b == nil { // a read-only view of a file before format 3
 		return entry.Accept{}, false, nil
 	}
-	k := entry.Sum256([]byte(s))
-	v := b.Get(k[:])
-	if v == nil {
-		return entry.Accept{}, false, nil
+	sum := entry.Sum256([]byte(s))
+	if v.version < 6 {
+		val := b.Get(sum[:])
+		if val == nil {
+			return entry.Accept{}, false, nil
+		}
+		if len(val) != acceptLenV5 {
+			return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(val))
+		}
+		a := entry.Accept{Seq: binary.BigEndian.Uint64(val)}
+		copy(a.Payload[:], val[8:])
+		return a, true, nil
 	}
-	if len(v) != 40 {
-		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(v))
+	prefix := sum[:acceptPrefix]
+	c := b.Cursor()
+	for k, val := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, val = c.Next() {
+		if len(k) != acceptPrefix+8 || len(val) != 0 {
+			return entry.Accept{}, false, fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, val)
+		}
+		seq := binary.BigEndian.Uint64(k[acceptPrefix:])
+		e, err := acceptEntry(v.entries.Get(k[acceptPrefix:]), seq, prefix, name)
+		if err != nil {
+			return entry.Accept{}, false, err
+		}
+		if acceptString(e, name) == s {
+			return entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true, nil
+		}
 	}
-	a := entry.Accept{Seq: binary.BigEndian.Uint64(v)}
-	copy(a.Payload[:], v[8:])
-	return a, true, nil
+	return entry.Accept{}, false, nil
+}
+
+// acceptString is the string entry e is listed under in idx_accepted (its
+// handoff id) or idx_idempotency (its idempotency key).
+func acceptString(e *entry.Entry, name string) string {
+	if name == string(bucketIdxIdem) {
+		return e.IdempotencyKey
+	}
+	return e.HandoffID.S
+}
+
+// acceptEntry decodes raw, the entry seq that an idx_accepted or
+// idx_idempotency (name) key of prefix names, and checks that it is a
+// handoff listed there: accepted with a handoff id (for idx_accepted) or
+// with an idempotency key (idx_idempotency), whose SHA-256 begins with
+// prefix.
+func acceptEntry(raw []byte, seq uint64, prefix []byte, name string) (*entry.Entry, error) {
+	if raw == nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s names entry %d, which is missing", ledger.ErrCorrupt, name, seq)}
+	}
+	e, err := entry.Decode(raw)
+	if err != nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+	}
+	ok := e.Seq == seq && e.Kind == entry.KindHandoff && e.PayloadSHA256 != nil
+	if name == string(bucketIdxIdem) {
+		ok = ok && e.IdempotencyKey != ""
+	} else {
+		ok = ok && e.HandoffID.Valid && e.Decision == reason.Accepted
+	}
+	if sum := entry.Sum256([]byte(acceptString(e, name))); !ok || !bytes.HasPrefix(sum[:], prefix) {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s key %x names entry %d, which is not a handoff it lists", ledger.ErrCorrupt, name, prefix, seq)}
+	}
+	return e, nil
 }
 
 func (v *view) Blocked(agent string) (seq uint64, ok bool, err error) {
@@ -313,80 +373,82 @@ func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 // Find reads candidates from the most selective index, adds the entries
 // the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).
+// Without an indexed field the candidates are the stored entries between
+// the bounds q's seqs and times give (timeBounds).
 func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err error) {
 	if q.Limit > 0 {
 		return v.findLimited(ctx, q) // walks in the answer's order, stops at Limit
 	}
-	var idx, prefix []byte
-	switch {
-	case q.HandoffID != "":
-		idx, prefix = bucketIdxHandoff, xxh(q.HandoffID)
-	case q.WorkflowID != "":
-		idx, prefix = bucketIdxWork, xxh(q.WorkflowID)
-	case q.Agent != "":
-		idx, prefix = bucketIdxAgent, xxh(q.Agent)
-	case q.Decision != "":
-		idx, prefix = bucketIdxDecide, []byte(q.Decision)
-	default:
-		idx = bucketIdxTime
-	}
+	idx, prefix := index(&q)
 	err = v.do(func() error {
-		b := v.bucket(idx)
-		if b == nil {
-			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
-		}
 		head := v.head.Seq
 		indexed, err := readIndexed(v.meta, head)
 		if err != nil {
 			return err
 		}
+		if q.After == ^uint64(0) {
+			return nil
+		}
+		lo, hi := q.After+1, head
+		if q.Before != 0 {
+			hi = min(hi, q.Before-1)
+		}
 		var cands []uint64
-		c := b.Cursor()
-		var k []byte
-		switch {
-		case prefix != nil:
-			k, _ = c.Seek(prefix)
-		case !q.Since.IsZero():
-			k, _ = c.Seek(timeKey(q.Since.UTC()))
-		default:
-			k, _ = c.First()
-		}
-		for ; k != nil; k, _ = c.Next() {
-			if prefix != nil && !bytes.HasPrefix(k, prefix) {
-				break
+		// stored appends the seqs from..to, read from the entries bucket,
+		// not counted up to the head: a damaged head seq must not size a
+		// list.
+		stored := func(from, to uint64) error {
+			if from > to {
+				return nil
 			}
-			if prefix == nil && !q.Until.IsZero() && bytes.Compare(k, timeKey(q.Until.UTC())) >= 0 {
-				break
-			}
-			want := len(prefix) + 8
-			if prefix == nil {
-				want = 12 + 8
-			}
-			if len(k) != want {
-				continue // a longer decision string sharing the prefix
-			}
-			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); seq <= indexed {
-				cands = append(cands, seq)
-			}
-		}
-		if !slices.IsSorted(cands) {
-			slices.Sort(cands) // index keys are prefix||seq: only a hostile file
-		}
-		// Entries beyond meta "indexed" have no index keys yet: every one
-		// is a candidate, confirmed below like the others. They are read
-		// from the entries bucket, not counted up to the head: a damaged
-		// head seq must not size a list.
-		if indexed < head {
-			ec, next := v.entries.Cursor(), indexed+1
-			for k, _ := ec.Seek(be64(next)); k != nil && next <= head; k, _ = ec.Next() {
+			ec, next := v.entries.Cursor(), from
+			for k, _ := ec.Seek(be64(next)); k != nil && next <= to; k, _ = ec.Next() {
 				if len(k) != 8 || binary.BigEndian.Uint64(k) != next {
 					break
 				}
 				cands = append(cands, next)
 				next++
 			}
-			if next <= head {
+			if next <= to {
 				return &ledger.RecordError{Seq: next, Op: "find", Err: fmt.Errorf("%w: entry %d missing below the head %d", ledger.ErrCorrupt, next, head)}
+			}
+			return nil
+		}
+		if prefix == nil {
+			if lo, hi, err = timeBounds(&q, lo, hi, func(seq uint64) (*entry.Entry, error) { return getEntry(v.entries, seq) }); err != nil {
+				return err
+			}
+			if err := stored(lo, hi); err != nil {
+				return err
+			}
+		} else {
+			b := v.bucket(idx)
+			if b == nil {
+				return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, idx)
+			}
+			c := b.Cursor()
+			var seqs []uint64
+			for k, val := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, val = c.Next() {
+				if len(k) != len(prefix)+8 {
+					continue // a longer decision string sharing the prefix
+				}
+				if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(k)-8:]), val); err != nil {
+					return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, idx, k, err)
+				}
+				for _, seq := range seqs {
+					if seq <= indexed && seq >= lo && seq <= hi {
+						cands = append(cands, seq)
+					}
+				}
+			}
+			if !slices.IsSorted(cands) {
+				slices.Sort(cands) // records of a prefix are in seq order: only a hostile file
+				cands = slices.Compact(cands)
+			}
+			// Entries beyond meta "indexed" have no index keys yet: every
+			// one is a candidate, confirmed below like the others.
+			if err := stored(max(lo, indexed+1), hi); err != nil {
+				return err
 			}
 		}
 		for i, seq := range cands {
@@ -395,13 +457,9 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 					return err
 				}
 			}
-			raw := v.entries.Get(be64(seq))
-			if raw == nil {
-				return &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
-			}
-			e, err := entry.Decode(raw)
+			e, err := getEntry(v.entries, seq)
 			if err != nil {
-				return &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+				return err
 			}
 			if q.Match(e) {
 				out = append(out, seq)
