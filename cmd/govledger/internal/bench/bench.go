@@ -66,8 +66,14 @@ type Result struct {
 	VerifyChainPerSec    float64 `json:"verify_chain_only_per_sec"`
 	VerifyChainVsRawScan float64 `json:"verify_chain_only_vs_raw_scan"`
 	VerifyHeapPeakMiB    float64 `json:"verify_heap_peak_mib"`
-	Accepted             int     `json:"accepted"`
-	Rejected             int     `json:"rejected"`
+	// The full verify as "govledger verify" runs it: the replay, then the
+	// store's consistency check (ledger/bolt's Check) and the head; its
+	// rate and the peak heap of the whole run.
+	VerifyStorePerSec      float64 `json:"verify_with_store_check_per_sec"`
+	VerifyStoreVsRawScan   float64 `json:"verify_with_store_check_vs_raw_scan"`
+	VerifyStoreHeapPeakMiB float64 `json:"verify_with_store_check_heap_peak_mib"`
+	Accepted               int     `json:"accepted"`
+	Rejected               int     `json:"rejected"`
 
 	// The full verify again with GOMAXPROCS=1, beside the one with Cores.
 	VerifyOneCorePerSec    float64 `json:"verify_one_core_per_sec"`
@@ -183,6 +189,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.VerifyVsRawScan = ratio(res.VerifyPerSec, res.RawScanPerSec)
 	res.VerifyChainVsRawScan = ratio(res.VerifyChainPerSec, res.RawScanPerSec)
 	res.VerifyOneCoreVsRawScan = ratio(res.VerifyOneCorePerSec, res.RawScanPerSec)
+	res.VerifyStoreVsRawScan = ratio(res.VerifyStorePerSec, res.RawScanPerSec)
 	res.VerifyVsRawLedgerScan = ratio(res.VerifyPerSec, res.RawLedgerScanPerSec)
 	res.VerifyChainVsRawLedgerScan = ratio(res.VerifyChainPerSec, res.RawLedgerScanPerSec)
 	return res, nil
@@ -198,8 +205,9 @@ const verifyWriters = 64
 
 // measureVerify measures, verifyRounds times in turn: the raw scan of
 // scanPath, the full verify of the ledger at path with every core and
-// with one, and the chain-only verify. It records the best rates and the
-// peak heap of the full verifies.
+// with one, the chain-only verify, and the full verify with the store's
+// check as "govledger verify" runs it. It records the best rates, the peak
+// heap of the full replays and that of the verify with the store's check.
 func measureVerify(ctx context.Context, path, scanPath string, res *Result, stage func(string)) error {
 	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true, NoCreate: true})
 	if err != nil {
@@ -226,10 +234,12 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			cores int
 			opts  verify.Options
 			rate  *float64
+			heap  *float64
 		}{
-			{"verify", 0, verify.Options{}, &res.VerifyPerSec},
-			{"verify, chain only", 0, verify.Options{SkipReevaluate: true}, &res.VerifyChainPerSec},
-			{"verify, GOMAXPROCS=1", 1, verify.Options{}, &res.VerifyOneCorePerSec},
+			{"verify", 0, verify.Options{}, &res.VerifyPerSec, &res.VerifyHeapPeakMiB},
+			{"verify, chain only", 0, verify.Options{SkipReevaluate: true}, &res.VerifyChainPerSec, nil},
+			{"verify, GOMAXPROCS=1", 1, verify.Options{}, &res.VerifyOneCorePerSec, &res.VerifyHeapPeakMiB},
+			{"verify with the store's check", 0, verify.Options{Structural: l.Check, Head: l.Head}, &res.VerifyStorePerSec, &res.VerifyStoreHeapPeakMiB},
 		} {
 			stage(fmt.Sprintf("%s (round %d of %d)", m.name, round, verifyRounds))
 			entries, d, peak, err := timeVerify(ctx, l, m.opts, m.cores)
@@ -238,8 +248,8 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			}
 			best(m.rate, rate(entries, d))
 			res.VerifyEntries = entries
-			if !m.opts.SkipReevaluate {
-				res.VerifyHeapPeakMiB = max(res.VerifyHeapPeakMiB, float64(peak)/(1<<20))
+			if m.heap != nil {
+				*m.heap = max(*m.heap, float64(peak)/(1<<20))
 			}
 		}
 	}

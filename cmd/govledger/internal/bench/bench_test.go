@@ -25,7 +25,8 @@ func TestRunSmall(t *testing.T) {
 				t.Errorf("accepted %d, rejected %d; want 40, 0", res.Accepted, res.Rejected)
 			}
 			for name, v := range map[string]float64{"record": res.RecordPerSec, "concurrent": res.ConcurrentPerSec,
-				"raw": res.RawBboltPerSec, "verify": res.VerifyPerSec, "scan": res.RawScanPerSec} {
+				"raw": res.RawBboltPerSec, "verify": res.VerifyPerSec, "scan": res.RawScanPerSec,
+				"verify with the store check": res.VerifyStorePerSec, "its heap peak": res.VerifyStoreHeapPeakMiB} {
 				if v <= 0 {
 					t.Errorf("%s rate = %v, want > 0", name, v)
 				}
