@@ -18,8 +18,9 @@ import (
 // rawBucket is the bucket the baselines write and scan.
 var rawBucket = []byte("raw")
 
-// RawBboltAppend appends each value to a fresh bbolt file at path (which
-// must not exist) in its own fsynced db.Update, from writers goroutines
+// RawBboltAppend appends each value to the bbolt file at path (created
+// when it does not exist; a file it wrote before is appended to) in its
+// own fsynced db.Update, from writers goroutines
 // sharing one DB, with big-endian NextSequence keys. It returns the wall
 // time of the appends (open and close excluded).
 func RawBboltAppend(path string, values [][]byte, writers int) (time.Duration, error) {

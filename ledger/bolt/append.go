@@ -94,7 +94,7 @@ type writer struct {
 	unindexed []indexed
 }
 
-// indexed is one entry's secondary index keys (indexKeys).
+// indexed is one entry's secondary index prefixes (indexPrefixes).
 type indexed struct {
 	seq  uint64
 	keys map[string][][]byte
@@ -155,7 +155,7 @@ func (w *writer) store(b *ledger.Batch) error {
 		if err := w.entries.Put(key, a.Raw); err != nil {
 			return err
 		}
-		w.unindexed = append(w.unindexed, indexed{a.Entry.Seq, indexKeys(a.Entry)})
+		w.unindexed = append(w.unindexed, indexed{a.Entry.Seq, indexPrefixes(a.Entry)})
 		w.seq = a.Entry.Seq
 	}
 	if err := w.putBlobs(b); err != nil {
@@ -344,16 +344,12 @@ func (w *writer) persist(b *ledger.Batch) error {
 		}
 	}
 	for _, id := range sortedKeys(d.Accepted) {
-		a := d.Accepted[id]
-		k := entry.Sum256([]byte(id))
-		if err := w.accepted.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+		if err := w.accepted.Put(acceptKey(id, d.Accepted[id].Seq), []byte{}); err != nil {
 			return err
 		}
 	}
 	for _, key := range sortedKeys(d.Idempotent) {
-		a := d.Idempotent[key]
-		k := entry.Sum256([]byte(key))
-		if err := w.idm.Put(k[:], cat(be64(a.Seq), a.Payload[:])); err != nil {
+		if err := w.idm.Put(acceptKey(key, d.Idempotent[key].Seq), []byte{}); err != nil {
 			return err
 		}
 	}
@@ -384,10 +380,11 @@ func (w *writer) persist(b *ledger.Batch) error {
 	return nil
 }
 
-// flushIndexes writes the secondary index keys of entries indexed+1..seq,
-// each bucket's keys in sorted order, and moves meta "indexed" to seq.
-// Keys come from earlier (the driver's memory of earlier commits) and this
-// writer's own entries; an entry found in neither is decoded from the file.
+// flushIndexes writes the secondary index records of entries
+// indexed+1..seq — per index, one record per prefix (see maxPostings), in
+// key order — and moves meta "indexed" to seq. Prefixes come from earlier
+// (the driver's memory of earlier commits) and this writer's own entries;
+// an entry found in neither is decoded from the file.
 func (w *writer) flushIndexes(earlier []indexed) error {
 	known := make(map[uint64]map[string][][]byte, len(earlier)+len(w.unindexed))
 	for _, x := range earlier {
@@ -396,7 +393,7 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	for _, x := range w.unindexed {
 		known[x.seq] = x.keys
 	}
-	perBucket := map[string][][]byte{}
+	lists := newPostingLists()
 	for seq := w.indexed + 1; seq <= w.seq; seq++ {
 		keys, ok := known[seq]
 		if !ok {
@@ -408,30 +405,55 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 			if err != nil {
 				return &ledger.RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
 			}
-			keys = indexKeys(e)
+			keys = indexPrefixes(e)
 		}
-		for name, ks := range keys {
-			perBucket[name] = append(perBucket[name], ks...)
+		lists.add(seq, keys)
+	}
+	if err := lists.put(w.tx); err != nil {
+		return err
+	}
+	w.indexed = w.seq
+	return w.meta.Put(metaIndexed, be64(w.seq))
+}
+
+// postingLists gathers, per secondary index and prefix, the seqs of a run
+// of entries (added in increasing seq order).
+type postingLists map[string]map[string][]uint64
+
+func newPostingLists() postingLists { return postingLists{} }
+
+func (p postingLists) add(seq uint64, prefixes map[string][][]byte) {
+	for name, ps := range prefixes {
+		m := p[name]
+		if m == nil {
+			m = map[string][]uint64{}
+			p[name] = m
+		}
+		for _, prefix := range ps {
+			m[string(prefix)] = append(m[string(prefix)], seq)
 		}
 	}
+}
+
+// put writes the records of p into tx's secondary indexes, each bucket's
+// in key order.
+func (p postingLists) put(tx *bolt.Tx) error {
 	for _, name := range secondaryIndexes {
-		keys := perBucket[string(name)]
-		slices.SortFunc(keys, bytes.Compare)
-		b := w.tx.Bucket(name)
+		m := p[string(name)]
+		b := tx.Bucket(name)
 		if bytes.Equal(name, bucketIdxTime) || bytes.Equal(name, bucketIdxDecide) {
 			// Keys are a time, or one of a few decisions || seq: each
 			// flush appends at the end (of a decision's run). The other
 			// indexes keep bbolt's half-full split (see appendFill).
 			b.FillPercent = appendFill
 		}
-		for _, k := range keys {
-			if err := b.Put(k, []byte{}); err != nil {
+		for _, prefix := range sortedKeys(m) {
+			if err := putPostings(b, []byte(prefix), m[prefix]); err != nil {
 				return err
 			}
 		}
 	}
-	w.indexed = w.seq
-	return w.meta.Put(metaIndexed, be64(w.seq))
+	return nil
 }
 
 func readHash(b getter, key []byte) (entry.Hash, bool) {

@@ -447,9 +447,11 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // (no entry of theirs has an idempotency key) and meta "key", the new_key
 // of their last key_rotation entry; versions 1 to 4 have their tree
 // bucket or tiles replaced by format 5's tiles (rebuildTiles) and their
-// blobs keyed by seq (blobsBySeq), each checked against the entries
-// before and after. Any difference fails the upgrade and the file is
-// unchanged.
+// blobs keyed by seq (blobsBySeq); versions 1 to 5 have their secondary
+// indexes rebuilt as index records through the head (rebuildIndexes) and
+// idx_accepted and idx_idempotency rekeyed without the payload
+// (rekeyAccepts); each is checked against the entries before and after.
+// Any difference fails the upgrade and the file is unchanged.
 func (d *Driver) upgrade() (err error) {
 	current := false
 	if err := d.read(func(tx *bolt.Tx) error {
@@ -480,10 +482,25 @@ func (d *Driver) upgrade() (err error) {
 				return err
 			}
 		}
-		if err := rebuildTiles(tx, head, v); err != nil {
+		if v < formatVersion5 {
+			if err := rebuildTiles(tx, head, v); err != nil {
+				return err
+			}
+			if err := blobsBySeq(tx, head); err != nil {
+				return err
+			}
+		}
+		indexed, err := readIndexed(m, head)
+		if err != nil {
 			return err
 		}
-		if err := blobsBySeq(tx, head); err != nil {
+		if err := rebuildIndexes(tx, head, indexed); err != nil {
+			return err
+		}
+		if err := rekeyAccepts(tx); err != nil {
+			return err
+		}
+		if err := m.Put(metaIndexed, be64(head)); err != nil {
 			return err
 		}
 		return m.Put(metaVersion, be64(FormatVersion))
@@ -732,6 +749,162 @@ func blobsBySeq(tx *bolt.Tx, head uint64) error {
 	}
 	if n != len(moved) {
 		return fmt.Errorf("%w: %d blobs rekeyed, %d stored", ledger.ErrCorrupt, len(moved), n)
+	}
+	return nil
+}
+
+// rebuildIndexes replaces the secondary indexes of a file before format
+// 6, one key prefix || be64(seq) per listing, by the index records of
+// entries 1..head, written as flushes of upgradeChunk entries. Before:
+// the keys must list exactly what entries 1..indexed imply; after: the
+// records must list exactly what entries 1..head imply (compared as
+// pairSets, see checkindex.go). The caller moves meta "indexed" to head.
+func rebuildIndexes(tx *bolt.Tx, head, indexed uint64) error {
+	p := newPairHasher()
+	got := map[string]pairSet{}
+	for _, name := range secondaryIndexes {
+		s, err := readListings(tx.Bucket(name), name, p, true)
+		if err != nil {
+			return err
+		}
+		got[string(name)] = s
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	before, after := map[string]pairSet{}, map[string]pairSet{}
+	ents := tx.Bucket(bucketEntries)
+	lists := newPostingLists()
+	for seq := uint64(1); seq <= head; seq++ {
+		e, err := entry.Decode(ents.Get(be64(seq)))
+		if err != nil || e.Seq != seq {
+			return &ledger.RecordError{Seq: seq, Op: "upgrade", Err: fmt.Errorf("%w: entry %d: %v", ledger.ErrCorrupt, seq, err)}
+		}
+		prefixes := indexPrefixes(e)
+		for name, ps := range prefixes {
+			a, b := after[name], before[name]
+			for _, x := range ps {
+				p.add(&a, x, seq)
+				if seq <= indexed {
+					p.add(&b, x, seq)
+				}
+			}
+			after[name], before[name] = a, b
+		}
+		lists.add(seq, prefixes)
+		if seq%upgradeChunk == 0 || seq == head {
+			if err := lists.put(tx); err != nil {
+				return err
+			}
+			lists = newPostingLists()
+		}
+	}
+	for _, name := range secondaryIndexes {
+		if got[string(name)] != before[string(name)] {
+			return fmt.Errorf("%w: %s: its %d keys differ from the %d the entries through meta indexed %d imply", ledger.ErrCorrupt, name, got[string(name)].n, before[string(name)].n, indexed)
+		}
+		s, err := readListings(tx.Bucket(name), name, p, false)
+		if err != nil {
+			return err
+		}
+		if s != after[string(name)] {
+			return fmt.Errorf("%w: %s: the rebuilt records list %d seqs, the entries imply %d other ones", ledger.ErrCorrupt, name, s.n, after[string(name)].n)
+		}
+	}
+	return nil
+}
+
+// upgradeChunk is the number of entries whose index records the upgrade
+// writes at once (rebuildIndexes).
+const upgradeChunk = 4096
+
+// readListings returns the pairSet of the listings of index bucket b
+// (name), in the layout of format 5 (one key per listing, empty values)
+// or of index records. Any malformed key or value, or a seq listed twice
+// in adjacent records of a prefix, is an error.
+func readListings(b *bolt.Bucket, name []byte, p *pairHasher, v5 bool) (pairSet, error) {
+	var out pairSet
+	var seqs []uint64
+	var prev []byte
+	var prevLast uint64
+	err := b.ForEach(func(k, v []byte) error {
+		prefix, first, ok := recordKey(name, k)
+		if !ok || v == nil || v5 && len(v) != 0 {
+			return fmt.Errorf("%w: %s key %x (value %x)", ledger.ErrCorrupt, name, k, v)
+		}
+		var err error
+		if seqs, err = decodePostings(seqs[:0], first, v); err != nil {
+			return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, name, k, err)
+		}
+		if bytes.Equal(prefix, prev) && first <= prevLast {
+			return fmt.Errorf("%w: %s record %x overlaps the one before", ledger.ErrCorrupt, name, k)
+		}
+		for _, seq := range seqs {
+			p.add(&out, prefix, seq)
+		}
+		prev, prevLast = clone(prefix), seqs[len(seqs)-1]
+		return nil
+	})
+	return out, err
+}
+
+// rekeyAccepts rekeys idx_accepted and idx_idempotency of a file before
+// format 6, sha256(s) -> be64(seq) || payload sha256, as acceptKey(s,
+// seq) -> "". Before: each value must name a handoff listed there
+// (acceptEntry) whose string hashes to the key and whose payload is the
+// one stored; after: the new bucket holds exactly the new keys.
+func rekeyAccepts(tx *bolt.Tx) error {
+	ents := tx.Bucket(bucketEntries)
+	for _, name := range [][]byte{bucketIdxAccept, bucketIdxIdem} {
+		var keys [][acceptPrefix + 8]byte
+		if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+			if len(k) != 32 || len(v) != acceptLenV5 {
+				return fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, v)
+			}
+			seq := binary.BigEndian.Uint64(v)
+			e, err := acceptEntry(ents.Get(v[:8]), seq, k, string(name))
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(e.PayloadSHA256[:], v[8:]) {
+				return fmt.Errorf("%w: %s key %x: payload %x, entry %d's is %s", ledger.ErrCorrupt, name, k, v[8:], seq, e.PayloadSHA256)
+			}
+			var nk [acceptPrefix + 8]byte
+			copy(nk[:], acceptKey(acceptString(e, string(name)), seq))
+			keys = append(keys, nk)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(name); err != nil {
+			return err
+		}
+		b, err := tx.CreateBucket(name)
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(keys, func(x, y [acceptPrefix + 8]byte) int { return bytes.Compare(x[:], y[:]) })
+		for _, k := range keys {
+			if err := b.Put(clone(k[:]), []byte{}); err != nil {
+				return err
+			}
+		}
+		n := 0
+		if err := b.ForEach(func(k, v []byte) error {
+			if len(k) != acceptPrefix+8 || len(v) != 0 {
+				return fmt.Errorf("%w: %s: key %x read back", ledger.ErrCorrupt, name, k)
+			}
+			n++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if n != len(keys) {
+			return fmt.Errorf("%w: %s: %d keys rekeyed, %d stored", ledger.ErrCorrupt, name, len(keys), n)
+		}
 	}
 	return nil
 }

@@ -23,15 +23,16 @@ import (
 // head is the last entry; every stored tree hash equals the one recomputed
 // from the entries; every index, the accepted, blocked and redacted tables
 // and the snapshots in force equal those rebuilt from the chain; and every
-// blob hashes to the SHA-256 its key names (format 5: the entry it is
-// stored under; idx_blob maps exactly those) and is referred to. It runs in
+// blob hashes to the SHA-256 its key names (formats 5 and 6: the entry it
+// is stored under; idx_blob maps exactly those) and is referred to. It runs in
 // one read transaction, so it sees one consistent state.
 //
 // Check streams: it walks the entries once, in seq order, and holds only
 // the right edge of the Merkle tree and the tiles being filled (each tile
 // is compared as soon as it is complete), the blocked agents, the
-// redactions and snapshots, and the findings. Format 5's blobs, keyed by
-// seq, are walked beside the entries; the accepted and idempotency tables
+// redactions and snapshots, the sums of the secondary indexes' listings
+// (checkindex.go), and the findings. The blobs, keyed by seq from format 5
+// on, are walked beside the entries; the accepted and idempotency tables
 // are read key by key as the fold asks for them, each first use compared
 // with its row, and held to the number of first uses; idx_blob the same.
 // Memory does not grow with the number of entries, except for files of
@@ -65,11 +66,12 @@ type checker struct {
 	indexed  uint64 // meta "indexed": secondary indexes cover 1..indexed
 	lastSeq  uint64
 	lastHash entry.Hash
-	idxCount map[string]int
+	idxWant  map[string]pairSet // the index listings entries 1..indexed imply
+	pairs    *pairHasher
 
 	entries *bolt.Bucket // nil when missing
 	treeB   *bolt.Bucket // formats 1-3: every stored hash
-	tilesB  *bolt.Bucket // formats 4-5
+	tilesB  *bolt.Bucket // formats 4 and later
 	right   []tlog.Hash  // right[L]: the last complete node of level L that is a left child (the tree's right edge)
 	tiles   []tileFill   // tiles[L]: the tile of level L being filled
 
@@ -84,7 +86,7 @@ type checker struct {
 	manifest  *entry.Hash
 	lock      *entry.Hash
 
-	blobs *blobWalk             // format 5: the blobs bucket, walked beside the entries
+	blobs *blobWalk             // formats 5 and 6: the blobs bucket, walked beside the entries
 	refs  map[entry.Hash]uint64 // formats 1-4: blob hash -> last entry referring to it
 }
 
@@ -93,7 +95,8 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 }
 
 func (c *checker) run() error {
-	c.idxCount = map[string]int{}
+	c.idxWant = map[string]pairSet{}
+	c.pairs = newPairHasher()
 	c.blocked = map[string]uint64{}
 	c.redacted = map[entry.Hash]uint64{}
 	c.reref = map[entry.Hash]uint64{}
@@ -124,8 +127,8 @@ func (c *checker) run() error {
 	c.checkMeta()
 	c.entries = c.bucket(bucketEntries)
 	c.treeB, c.tilesB = c.bucket(bucketTree), c.bucket(bucketTiles)
-	c.accepted = hashTable{name: "idx_accepted", b: c.bucket(bucketIdxAccept), key: acceptedKey}
-	c.idem = hashTable{name: "idx_idempotency", b: c.bucket(bucketIdxIdem), key: idempotencyKey}
+	c.accepted = hashTable{name: "idx_accepted", b: c.bucket(bucketIdxAccept), v6: version >= 6, key: acceptedKey}
+	c.idem = hashTable{name: "idx_idempotency", b: c.bucket(bucketIdxIdem), v6: version >= 6, key: idempotencyKey}
 	if b := c.bucket(bucketBlobs); b != nil && version >= 5 {
 		c.blobs = &blobWalk{b: b, cur: b.Cursor(), idx: c.bucket(bucketIdxBlob)}
 	} else if version < 5 {
@@ -243,7 +246,7 @@ func (c *checker) walkEntries() error {
 // tree: it computes the stored hashes the leaf completes (tlog's
 // StoredHashesForRecordHash, from the right edge kept in c.right), compares
 // each with the tree bucket (formats 1-3) and adds those of the tiles'
-// levels to the tiles being filled (formats 4 and 5).
+// levels to the tiles being filled (formats 4 and later).
 func (c *checker) treeLeaf(seq uint64, h entry.Hash) {
 	n := c.n
 	base := tlog.StoredHashIndex(0, n)
@@ -338,25 +341,6 @@ func (c *checker) tileWanted(l int, i uint64) bool {
 	return !(c.version >= 5 && l == 0 && (i+1)<<tileHeight <= count)
 }
 
-func (c *checker) entryIndexes(seq uint64, e *entry.Entry) {
-	for name, keys := range indexKeys(e) {
-		b := c.bucket([]byte(name))
-		c.idxCount[name] += len(keys)
-		if b == nil {
-			continue
-		}
-		for _, k := range keys {
-			v := b.Get(k)
-			switch {
-			case v == nil:
-				c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("%s key %x", name, k), "absent")
-			case len(v) != 0:
-				c.add(seq, ledger.FindBadValue, fmt.Sprintf("%s key %x empty", name, k), fmt.Sprintf("%x", v))
-			}
-		}
-	}
-}
-
 // derive folds e (stored as seq, leaf hash h) into the checker's state,
 // the one fold of package entry, and takes in what it changed. The chain
 // itself is judged by walkEntries; the fold is positioned on e's own seq,
@@ -445,19 +429,21 @@ func (c *checker) Blocked(agent string) (uint64, bool, error) {
 	return seq, ok, nil
 }
 
-// hashTable checks a table keyed by SHA-256 that records the first use of
-// a string (idx_accepted: the first acceptance of a handoff id;
-// idx_idempotency: the first use of an idempotency key) without holding
-// it: the fold asks the table itself whether a string was used before the
-// entry being folded, each answer confirmed against the entry the row
-// names; each first use the fold finds is compared with its row; and the
-// rows are counted. A row that disagrees is a finding, and the fold goes
-// on with the first use the entries imply (fixed). When every first use
-// has its exact row and the table holds no other, the table is the one
-// the chain implies.
+// hashTable checks a table that records the first use of a string
+// (idx_accepted: the first acceptance of a handoff id; idx_idempotency:
+// the first use of an idempotency key) without holding it: the fold asks
+// the table itself whether a string was used before the entry being
+// folded, each answer confirmed against the entry the row names; each
+// first use the fold finds is compared with its row; and the rows are
+// counted. A row that disagrees is a finding, and the fold goes on with
+// the first use the entries imply (fixed). When every first use has its
+// exact row and the table holds no other, the table is the one the chain
+// implies. Formats 1-5 key a row by sha256(s), its value be64(seq) ||
+// payload sha256; format 6 keys it acceptKey(s, seq), its value empty.
 type hashTable struct {
 	name    string
 	b       *bolt.Bucket // nil when missing (reported as such)
+	v6      bool         // acceptKey rows
 	key     func(e *entry.Entry) (string, bool)
 	fixed   map[entry.Hash]entry.Accept // first uses whose row was wrong (each reported)
 	matched int                         // first uses found with their exact row
@@ -472,33 +458,73 @@ func idempotencyKey(e *entry.Entry) (string, bool) {
 	return e.IdempotencyKey, e.Kind == entry.KindHandoff && e.IdempotencyKey != "" && e.PayloadSHA256 != nil
 }
 
-// row is the stored value of a first use.
-func (t *hashTable) row(a entry.Accept) []byte { return cat(be64(a.Seq), a.Payload[:]) }
+// rowOf returns the key and value of the row of a, the first use of s.
+func (t *hashTable) rowOf(s string, a entry.Accept) (k, v []byte) {
+	if t.v6 {
+		return acceptKey(s, a.Seq), []byte{}
+	}
+	sum := entry.Sum256([]byte(s))
+	return sum[:], cat(be64(a.Seq), a.Payload[:])
+}
+
+// use returns the use of a string whose SHA-256 begins with prefix that
+// entry seq makes, if it makes one.
+func (t *hashTable) use(c *checker, seq uint64, prefix []byte) (s string, a entry.Accept, ok bool) {
+	e, err := c.entry(seq)
+	if err != nil {
+		return "", a, false
+	}
+	s, ok = t.key(e)
+	if sum := entry.Sum256([]byte(s)); !ok || !bytes.HasPrefix(sum[:], prefix) {
+		return "", a, false
+	}
+	return s, entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true
+}
 
 // lookup answers whether s was used before the entry being folded: the
-// row of sha256(s), if it names an earlier entry that uses s.
+// row of s, if it names an earlier entry that uses s.
 func (t *hashTable) lookup(c *checker, s string) (entry.Accept, bool) {
-	k := entry.Sum256([]byte(s))
-	if a, ok := t.fixed[k]; ok {
+	sum := entry.Sum256([]byte(s))
+	if a, ok := t.fixed[sum]; ok {
 		return a, true
 	}
 	if t.b == nil {
 		return entry.Accept{}, false
 	}
-	v := t.b.Get(k[:])
+	if t.v6 {
+		// The rows of the 8 bytes, in seq order: the first one before
+		// the entry being folded that names a use of s.
+		prefix := sum[:acceptPrefix]
+		cur := t.b.Cursor()
+		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			seq := seqOf(k[acceptPrefix:])
+			if len(k) != acceptPrefix+8 || len(v) != 0 {
+				t.suspect = true
+				continue
+			}
+			if seq >= c.cur {
+				break
+			}
+			switch got, a, ok := t.use(c, seq, prefix); {
+			case ok && got == s:
+				return a, true
+			case !ok:
+				t.suspect = true // a row that is no use: rows reports it
+			}
+		}
+		return entry.Accept{}, false
+	}
+	v := t.b.Get(sum[:])
 	seq := seqOf(v)
 	if v == nil || seq == 0 || seq >= c.cur {
 		return entry.Accept{}, false // not used before (a row naming a later entry is compared there)
 	}
-	if e, err := c.entry(seq); err == nil {
-		if got, ok := t.key(e); ok && got == s {
-			a := entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}
-			if bytes.Equal(v, t.row(a)) {
-				return a, true
-			}
+	if got, a, ok := t.use(c, seq, sum[:]); ok && got == s {
+		if _, want := t.rowOf(s, a); bytes.Equal(v, want) {
+			return a, true
 		}
 	}
-	t.suspect = true // a row that is no use of s: rowsOK reports it
+	t.suspect = true // a row that is no use of s: rows reports it
 	return entry.Accept{}, false
 }
 
@@ -507,9 +533,9 @@ func (t *hashTable) firstUse(c *checker, s string, a entry.Accept) {
 	if t.b == nil {
 		return
 	}
-	k := entry.Sum256([]byte(s))
-	want, got := t.row(a), t.b.Get(k[:])
-	if bytes.Equal(got, want) {
+	k, want := t.rowOf(s, a)
+	got := t.get(k)
+	if got != nil && bytes.Equal(got, want) {
 		t.matched++
 		return
 	}
@@ -517,12 +543,22 @@ func (t *hashTable) firstUse(c *checker, s string, a entry.Accept) {
 	if got != nil {
 		g = fmt.Sprintf("%x", got)
 	}
-	c.add(a.Seq, ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", t.name, k[:], want), g)
+	c.add(a.Seq, ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", t.name, k, want), g)
 	if t.fixed == nil {
 		t.fixed = map[entry.Hash]entry.Accept{}
 	}
-	t.fixed[k] = a
+	t.fixed[entry.Sum256([]byte(s))] = a
 	t.suspect = true
+}
+
+// get returns the value of key k (an empty value as a non-nil empty
+// slice), nil when absent.
+func (t *hashTable) get(k []byte) []byte {
+	got, v := t.b.Cursor().Seek(k)
+	if !bytes.Equal(got, k) || v == nil {
+		return nil
+	}
+	return append([]byte{}, v...)
 }
 
 // rows reports the rows no first use implies. Every first use was compared
@@ -534,21 +570,56 @@ func (t *hashTable) rows(c *checker) {
 		return
 	}
 	t.b.ForEach(func(k, v []byte) error {
-		var h entry.Hash
-		copy(h[:], k)
-		if _, ok := t.fixed[h]; ok && len(k) == 32 {
-			return nil // reported with its first use
+		if t.rowOK(c, k, v) {
+			return nil
 		}
-		if len(k) == 32 && v != nil {
-			if e, err := c.entry(seqOf(v)); err == nil {
-				if s, ok := t.key(e); ok && entry.Sum256([]byte(s)) == h && bytes.Equal(v, t.row(entry.Accept{Seq: seqOf(v), Payload: *e.PayloadSHA256})) {
-					return nil // the row of a first use (compared there)
-				}
-			}
+		seq := seqOf(v)
+		if t.v6 {
+			seq = seqOf(k[min(len(k), acceptPrefix):])
 		}
-		c.add(seqOf(v), ledger.FindAccepted, "no "+t.name+" key", fmt.Sprintf("%x", k))
+		c.add(seq, ledger.FindAccepted, "no "+t.name+" key", fmt.Sprintf("%x -> %x", k, v))
 		return nil
 	})
+}
+
+// rowOK reports whether the row k -> v is the row of a first use, or one
+// reported with it.
+func (t *hashTable) rowOK(c *checker, k, v []byte) bool {
+	if !t.v6 {
+		if len(k) != 32 || v == nil {
+			return false
+		}
+		if _, ok := t.fixed[entry.Hash(k)]; ok {
+			return true // reported with its first use
+		}
+		s, a, ok := t.use(c, seqOf(v), k)
+		_, want := t.rowOf(s, a)
+		return ok && bytes.Equal(v, want)
+	}
+	if len(k) != acceptPrefix+8 || len(v) != 0 {
+		return false
+	}
+	seq := seqOf(k[acceptPrefix:])
+	s, _, ok := t.use(c, seq, k[:acceptPrefix])
+	if !ok {
+		return false
+	}
+	if f, ok := t.fixed[entry.Sum256([]byte(s))]; ok {
+		return f.Seq == seq
+	}
+	// The first use of s is the first row of the 8 bytes naming a use of
+	// s (its row was found when the walk met it).
+	cur := t.b.Cursor()
+	for rk, rv := cur.Seek(k[:acceptPrefix]); rk != nil && bytes.HasPrefix(rk, k[:acceptPrefix]); rk, rv = cur.Next() {
+		if len(rk) != acceptPrefix+8 || len(rv) != 0 {
+			continue
+		}
+		r := seqOf(rk[acceptPrefix:])
+		if got, _, ok := t.use(c, r, k[:acceptPrefix]); ok && got == s {
+			return r == seq
+		}
+	}
+	return false
 }
 
 // tables takes in the scalars of the fold's state.
@@ -622,45 +693,6 @@ func (c *checker) checkTree() {
 		}
 		return nil
 	})
-}
-
-// checkIndexes reports stored index keys no entry implies. Every implied
-// key was looked up during the walk, so when the counts agree the sets are
-// equal; otherwise each stored key is re-derived from its entry.
-func (c *checker) checkIndexes() {
-	entries := c.bucket(bucketEntries)
-	for _, name := range secondaryIndexes {
-		b := c.bucket(name)
-		if b == nil {
-			continue
-		}
-		if b.Stats().KeyN == c.idxCount[string(name)] {
-			continue
-		}
-		b.ForEach(func(k, v []byte) error {
-			if v == nil || len(k) < 8 {
-				c.add(0, ledger.FindIndexExtra, string(name)+" key", fmt.Sprintf("%x", k))
-				return nil
-			}
-			seq := binary.BigEndian.Uint64(k[len(k)-8:])
-			var e *entry.Entry
-			var err error = ledger.ErrNotFound
-			if entries != nil {
-				if raw := entries.Get(k[len(k)-8:]); raw != nil {
-					e, err = entry.Decode(raw)
-				}
-			}
-			if err == nil && e.Seq == seq && seq <= c.indexed {
-				for _, want := range indexKeys(e)[string(name)] {
-					if bytes.Equal(want, k) {
-						return nil
-					}
-				}
-			}
-			c.add(seq, ledger.FindIndexExtra, "no "+string(name)+" key", fmt.Sprintf("%x", k))
-			return nil
-		})
-	}
 }
 
 func (c *checker) checkTables() {
@@ -765,7 +797,7 @@ func (c *checker) checkBlobRef(h entry.Hash) {
 	}
 }
 
-// unremoved (format 5) reports the bytes a redaction erased that are
+// unremoved (formats 5 and 6) reports the bytes a redaction erased that are
 // still stored though no later entry names them.
 func (c *checker) unremoved() {
 	var left []entry.Hash
@@ -794,7 +826,7 @@ func (c *checker) checkSnapshotBlobs(stored func(entry.Hash) bool) {
 	}
 }
 
-// blobWalk walks format 5's blobs bucket (keyed by seq) beside the
+// blobWalk walks the blobs bucket of formats 5 and 6 (keyed by seq) beside the
 // entries, a merge join: the blob under seq must hash to the SHA-256
 // entry seq names, and idx_blob must map that SHA-256 to seq — or to the
 // one earlier key holding the same bytes.
@@ -909,7 +941,7 @@ func (c *checker) blobNamed(seq uint64, sum entry.Hash) bool {
 	return s != nil && *s == sum
 }
 
-// stored reports whether format 5 holds the bytes sum under the key of an
+// stored reports whether a file of format 5 or 6 holds the bytes sum under the key of an
 // entry naming them.
 func (c *checker) stored(sum entry.Hash) bool {
 	w := c.blobs

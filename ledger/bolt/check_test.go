@@ -2,6 +2,7 @@ package bolt_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
@@ -142,6 +144,22 @@ func TestCheckFindsTampering(t *testing.T) {
 			s := entry.Sum256([]byte("never stored"))
 			return bolttest.InsertKey(p, "idx_blob", s[:], bolttest.SeqKey(2))
 		}, ledger.FindIndexExtra},
+		{"idx_agent-listing-twice", func(p string) error {
+			ax := binary.BigEndian.AppendUint64(nil, xxhash.Sum64String("domain-05-product"))
+			return bolttest.InsertKey(p, "idx_agent", append(ax, bolttest.SeqKey(4)...), []byte{})
+		}, ledger.FindIndexExtra},
+		{"idx_workflow-truncated-uvarint", func(p string) error {
+			return bolttest.InsertKey(p, "idx_workflow", append(make([]byte, 8), bolttest.SeqKey(1)...), []byte{0x80})
+		}, ledger.FindBadValue},
+		{"idx_decision-zero-difference", func(p string) error {
+			return bolttest.InsertKey(p, "idx_decision", append([]byte("accepted"), bolttest.SeqKey(1)...), []byte{0})
+		}, ledger.FindBadValue},
+		{"idx_time-short-key", func(p string) error {
+			return bolttest.InsertKey(p, "idx_time", bolttest.SeqKey(1), []byte{})
+		}, ledger.FindIndexExtra},
+		{"idx_accepted-key-of-another-seq", func(p string) error {
+			return bolttest.InsertKey(p, "idx_accepted", append(make([]byte, 8), bolttest.SeqKey(3)...), []byte{})
+		}, ledger.FindAccepted},
 		{"edited-in-force", func(p string) error { return bolttest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
 	}
 	for _, tt := range tests {

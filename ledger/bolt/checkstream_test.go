@@ -14,7 +14,7 @@ import (
 // streamLedger is a closed ledger of more than two level-0 tiles (the
 // full ones are not stored; a level-1 tile is): handoffs with unique
 // payloads and, every tenth, one shared payload (stored once); an
-// idempotency key; a handoff id accepted a second time; a block and its
+// idempotency key used twice for the same bytes; a handoff id accepted a second time; a block and its
 // unblock; the redaction of a unique payload, and of the shared one, which
 // a later handoff stores again.
 type streamLedger struct {
@@ -60,14 +60,17 @@ func buildStreamLedger(t *testing.T) streamLedger {
 		switch {
 		case i%10 == 0:
 			h.Payload = sharedPayload
-		case i == 100 || i == 101:
-			key = "k-retry" // the second use returns the first: nothing is appended
-		case i == 200:
+		case i == 101 || i == 102:
+			h.Payload, key = []byte(`{"retried":true}`), "k-retry" // used twice for the same bytes
+		case i == 201:
 			h.ID = "h-0003" // accepted again: not its first acceptance
 		case i == 300:
 			h.Reasons, h.Blocks = mismatch, []string{"domain-05-product"}
 		}
 		add(h, key)
+		if i == 201 {
+			s.seq["h-0003 again"], _, _ = l.Head()
+		}
 		if i == 301 {
 			s.seq["unblock"] = bolttest.AppendUnblock(t, l, "domain-05-product", "fixed").Entry.Seq
 		}
@@ -98,11 +101,18 @@ func TestCheckStreamTampering(t *testing.T) {
 	bolttest.MustCheck(t, s.path)
 	tile := func(level byte, n uint64) []byte { return append([]byte{level}, bolttest.SeqKey(n)...) }
 	shared := entry.Sum256(sharedPayload)
-	row := func(seq uint64, payload []byte) []byte {
-		sum := entry.Sum256(payload)
-		return append(bolttest.SeqKey(seq), sum[:]...)
+	// akey is the idx_accepted (idx_idempotency) key of s first used by
+	// entry seq: sha256(s)[:8] || be64(seq).
+	akey := func(s string, seq uint64) []byte {
+		h := entry.Sum256([]byte(s))
+		return append(h[:8:8], bolttest.SeqKey(seq)...)
 	}
-	sha := func(s string) []byte { h := entry.Sum256([]byte(s)); return h[:] }
+	move := func(p, bucket string, from, to []byte) error {
+		if err := bolttest.DeleteKey(p, bucket, from); err != nil {
+			return err
+		}
+		return bolttest.InsertKey(p, bucket, to, []byte{})
+	}
 	tests := []struct {
 		name   string
 		tamper func(path string) error
@@ -142,28 +152,51 @@ func TestCheckStreamTampering(t *testing.T) {
 			return bolttest.InsertKey(p, "idx_blob", sum[:], bolttest.SeqKey(s.seq["h-0051"]))
 		}, ledger.FindBlobUnremoved},
 		{"idx_accepted-names-a-later-acceptance", func(p string) error {
-			return bolttest.InsertKey(p, "idx_accepted", sha("h-0003"), row(s.seq["h-0200"], []byte(`{"handoff_id":"h-0003"}`)))
+			return move(p, "idx_accepted", akey("h-0003", s.seq["h-0003"]), akey("h-0003", s.seq["h-0003 again"]))
+		}, ledger.FindAccepted},
+		{"idx_accepted-also-names-a-later-acceptance", func(p string) error {
+			return bolttest.InsertKey(p, "idx_accepted", akey("h-0003", s.seq["h-0003 again"]), []byte{})
 		}, ledger.FindAccepted},
 		{"idx_accepted-names-an-earlier-entry", func(p string) error {
-			return bolttest.InsertKey(p, "idx_accepted", sha("h-0300"), row(s.seq["h-0005"], []byte(`{"handoff_id":"h-0300"}`)))
+			return move(p, "idx_accepted", akey("h-0300", s.seq["h-0300"]), akey("h-0300", s.seq["h-0005"]))
 		}, ledger.FindAccepted},
 		{"idx_accepted-names-another-id", func(p string) error {
-			return bolttest.InsertKey(p, "idx_accepted", sha("h-0400"), row(s.seq["h-0003"], []byte(`{"handoff_id":"h-0003"}`)))
+			return bolttest.InsertKey(p, "idx_accepted", akey("h-0400", s.seq["h-0003"]), []byte{})
 		}, ledger.FindAccepted},
-		{"idx_accepted-other-payload", func(p string) error {
-			return bolttest.InsertKey(p, "idx_accepted", sha("h-0007"), row(s.seq["h-0007"], []byte("other")))
+		{"idx_accepted-row-with-a-value", func(p string) error {
+			return bolttest.InsertKey(p, "idx_accepted", akey("h-0007", s.seq["h-0007"]), []byte("x"))
 		}, ledger.FindAccepted},
-		{"deleted-idx_accepted-row", func(p string) error { return bolttest.DeleteKey(p, "idx_accepted", sha("h-0007")) }, ledger.FindAccepted},
+		{"deleted-idx_accepted-row", func(p string) error {
+			return bolttest.DeleteKey(p, "idx_accepted", akey("h-0007", s.seq["h-0007"]))
+		}, ledger.FindAccepted},
+		{"deleted-idx_accepted-row-of-an-id-accepted-again", func(p string) error {
+			return bolttest.DeleteKey(p, "idx_accepted", akey("h-0003", s.seq["h-0003"]))
+		}, ledger.FindAccepted},
 		{"extra-idx_accepted-row", func(p string) error {
-			return bolttest.InsertKey(p, "idx_accepted", sha("never accepted"), row(3, []byte("x")))
+			return bolttest.InsertKey(p, "idx_accepted", akey("never accepted", 3), []byte{})
 		}, ledger.FindAccepted},
 		{"idx_idempotency-names-another-entry", func(p string) error {
-			return bolttest.InsertKey(p, "idx_idempotency", sha("k-retry"), row(s.seq["h-0102"], []byte(`{"handoff_id":"h-0102"}`)))
+			return move(p, "idx_idempotency", akey("k-retry", s.seq["h-0101"]), akey("k-retry", s.seq["h-0103"]))
 		}, ledger.FindAccepted},
-		{"deleted-idx_idempotency-row", func(p string) error { return bolttest.DeleteKey(p, "idx_idempotency", sha("k-retry")) }, ledger.FindAccepted},
+		{"idx_idempotency-names-the-second-use", func(p string) error {
+			return move(p, "idx_idempotency", akey("k-retry", s.seq["h-0101"]), akey("k-retry", s.seq["h-0102"]))
+		}, ledger.FindAccepted},
+		{"deleted-idx_idempotency-row", func(p string) error {
+			return bolttest.DeleteKey(p, "idx_idempotency", akey("k-retry", s.seq["h-0101"]))
+		}, ledger.FindAccepted},
 		{"extra-idx_idempotency-row", func(p string) error {
-			return bolttest.InsertKey(p, "idx_idempotency", sha("k-never"), row(s.seq["h-0100"], []byte(`{"handoff_id":"h-0100"}`)))
+			return bolttest.InsertKey(p, "idx_idempotency", akey("k-never", s.seq["h-0100"]), []byte{})
 		}, ledger.FindAccepted},
+	}
+	// Where a row is wrong, the walk goes on with the first use the
+	// entries imply: each change is reported once, not again at the
+	// string's later uses.
+	exact := map[string]int{
+		"idx_accepted-names-a-later-acceptance":            2, // the first acceptance's row absent, the later one's extra
+		"idx_accepted-also-names-a-later-acceptance":       1,
+		"deleted-idx_accepted-row-of-an-id-accepted-again": 1,
+		"deleted-idx_idempotency-row":                      1,
+		"idx_idempotency-names-the-second-use":             2,
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,12 +208,16 @@ func TestCheckStreamTampering(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Check() error %v", err)
 			}
+			t.Logf("findings: %v", fs)
 			found := false
 			for _, f := range fs {
 				found = found || f.Kind == tt.want
 			}
 			if !found {
 				t.Errorf("Check() = %v, want a %s finding", fs, tt.want)
+			}
+			if n, ok := exact[tt.name]; ok && len(fs) != n {
+				t.Errorf("Check() = %v, want %d findings", fs, n)
 			}
 		})
 	}

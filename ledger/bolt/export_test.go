@@ -49,3 +49,10 @@ func LeafFill(d *Driver) (map[string][2]int, error) {
 	})
 	return out, err
 }
+
+// Index record codec, for the codec's tests.
+var (
+	EncodePostings = encodePostings
+	DecodePostings = decodePostings
+	MaxPostings    = maxPostings
+)

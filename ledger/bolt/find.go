@@ -17,10 +17,10 @@ import (
 //
 //   - without an indexed field and without a time bound, the candidates
 //     are the seqs between the bounds, read from the entries themselves;
-//   - with a handoff id, workflow, agent or decision, the keys of that
-//     index (prefix || seq, so in seq order) between the bounds, and the
-//     entries after meta "indexed", which have no keys yet;
-//   - with only a time bound, the time index (time || seq). Entry times
+//   - with a handoff id, workflow, agent or decision, the seqs the records
+//     of that index list under the value's prefix (in seq order) between
+//     the bounds, and the entries after meta "indexed", which have none;
+//   - with only a time bound, the time index's records. Entry times
 //     never decrease along the chain (verify checks it), so time order is
 //     seq order, and the walk starts at the time of the bounding seq.
 //
@@ -112,7 +112,7 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 				return false, nil
 			}
 			if prefix != nil {
-				return walkPrefix(b.Cursor(), prefix, ilo, ihi, q.Newest, confirm)
+				return walkPrefix(b.Cursor(), idx, prefix, ilo, ihi, q.Newest, confirm)
 			}
 			return walkTime(b.Cursor(), &q, ilo, ihi, get, confirm)
 		}
@@ -139,35 +139,60 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 }
 
 // walkPrefix confirms, in seq order (descending when newest), the seqs
-// lo..hi of the index keys prefix || be64(seq). Keys of other lengths
-// (another value sharing the prefix) are skipped.
-func walkPrefix(c cursor, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
+// lo..hi of the index records of prefix (see maxPostings) in bucket name.
+// It starts at the last record beginning at or before the bound (lo, or
+// hi when newest), which may list seqs beyond it. Keys of other lengths
+// (another decision sharing the prefix) are skipped, and so are seqs a
+// damaged file lists out of order or twice.
+func walkPrefix(c cursor, name, prefix []byte, lo, hi uint64, newest bool, confirm func(uint64) (bool, error)) (bool, error) {
 	want := len(prefix) + 8
-	var k []byte
+	bound := lo
+	if newest {
+		bound = hi
+	}
+	var v []byte
+	k, _ := c.Seek(cat(prefix, be64(bound+1)))
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for k != nil && bytes.HasPrefix(k, prefix) && len(k) != want {
+		k, v = c.Prev()
+	}
 	step := c.Next
 	if newest {
 		step = c.Prev
-		if k, _ = c.Seek(cat(prefix, be64(hi+1))); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else {
-		k, _ = c.Seek(cat(prefix, be64(lo)))
+	} else if k == nil || !bytes.HasPrefix(k, prefix) {
+		k, v = c.Seek(cat(prefix, be64(lo)))
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = step() {
+	var seqs []uint64
+	last := uint64(0) // the last seq walked, so none is confirmed twice
+	if newest {
+		last = ^uint64(0)
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = step() {
 		if len(k) != want {
 			continue
 		}
-		seq := binary.BigEndian.Uint64(k[len(prefix):])
-		if newest && seq < lo || !newest && seq > hi {
-			break
+		var err error
+		if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(prefix):]), v); err != nil {
+			return true, fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, name, k, err)
 		}
-		if seq < lo || seq > hi {
-			continue
+		if newest {
+			slices.Reverse(seqs)
 		}
-		if done, err := confirm(seq); done || err != nil {
-			return true, err
+		for _, seq := range seqs {
+			switch {
+			case newest && seq < lo || !newest && seq > hi:
+				return false, nil
+			case seq < lo || seq > hi || newest && seq >= last || !newest && seq <= last:
+				continue
+			}
+			last = seq
+			if done, err := confirm(seq); done || err != nil {
+				return true, err
+			}
 		}
 	}
 	return false, nil
@@ -176,7 +201,7 @@ func walkPrefix(c cursor, prefix []byte, lo, hi uint64, newest bool, confirm fun
 // walkTime confirms, in seq order (descending when q.Newest), the seqs
 // lo..hi of the time index between q.Since and q.Until. It starts at the
 // time of the bounding entry (lo, or hi when newest), as times never
-// decrease along the chain.
+// decrease along the chain; a record lists seqs of one time.
 func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry.Entry, error), confirm func(uint64) (bool, error)) (bool, error) {
 	var sinceKey, untilKey []byte
 	if !q.Since.IsZero() {
@@ -190,9 +215,9 @@ func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry
 		if err != nil {
 			return nil, err
 		}
-		return cat(timeKey(e.Time.Time.UTC()), be64(seq)), nil
+		return timeKey(e.Time.Time.UTC()), nil
 	}
-	var k []byte
+	var k, v []byte
 	step := c.Next
 	if q.Newest {
 		step = c.Prev
@@ -200,26 +225,31 @@ func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry
 		if err != nil {
 			return true, err
 		}
-		start = cat(start[:12], be64(hi+1))
+		start = cat(start, be64(hi+1))
 		if untilKey != nil && bytes.Compare(untilKey, start) < 0 {
 			start = untilKey
 		}
 		if k, _ = c.Seek(start); k == nil {
-			k, _ = c.Last()
+			k, v = c.Last()
 		} else {
-			k, _ = c.Prev()
+			k, v = c.Prev()
 		}
 	} else {
-		start, err := at(lo)
+		start, err := at(lo) // a record of lo's time may begin before lo
 		if err != nil {
 			return true, err
 		}
 		if sinceKey != nil && bytes.Compare(sinceKey, start) > 0 {
 			start = sinceKey
 		}
-		k, _ = c.Seek(start)
+		k, v = c.Seek(start)
 	}
-	for ; k != nil; k, _ = step() {
+	var seqs []uint64
+	last := uint64(0)
+	if q.Newest {
+		last = ^uint64(0)
+	}
+	for ; k != nil; k, v = step() {
 		if len(k) != 12+8 {
 			continue
 		}
@@ -227,15 +257,24 @@ func walkTime(c cursor, q *ledger.Query, lo, hi uint64, get func(uint64) (*entry
 			!q.Newest && untilKey != nil && bytes.Compare(k[:12], untilKey) >= 0 {
 			break
 		}
-		seq := binary.BigEndian.Uint64(k[12:])
-		if q.Newest && seq < lo || !q.Newest && seq > hi {
-			break
+		var err error
+		if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[12:]), v); err != nil {
+			return true, fmt.Errorf("%w: idx_time record %x: %v", ledger.ErrCorrupt, k, err)
 		}
-		if seq < lo || seq > hi {
-			continue
+		if q.Newest {
+			slices.Reverse(seqs)
 		}
-		if done, err := confirm(seq); done || err != nil {
-			return true, err
+		for _, seq := range seqs {
+			switch {
+			case q.Newest && seq < lo || !q.Newest && seq > hi:
+				return false, nil
+			case seq < lo || seq > hi || q.Newest && seq >= last || !q.Newest && seq <= last:
+				continue
+			}
+			last = seq
+			if done, err := confirm(seq); done || err != nil {
+				return true, err
+			}
 		}
 	}
 	return false, nil

@@ -24,10 +24,12 @@ import (
 )
 
 // guardHandoffs is the size of guardLedger: enough for branch pages in
-// the entries, blobs, tiles and idx_agent buckets.
+// the entries, blobs, tiles and idx_agent buckets (idx_agent's records
+// list an agent's seqs of one index flush: 400 source agents make over
+// 1,000 records).
 const guardHandoffs = 1200
 
-// guardLedger builds a ledger of guardHandoffs handoffs of ~1 KiB (8
+// guardLedger builds a ledger of guardHandoffs handoffs of ~1 KiB (400
 // source agents, 3 workflows) from 16 writers, once per test binary.
 var guardLedger = sync.OnceValues(func() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "guard")
@@ -67,7 +69,7 @@ var guardLedger = sync.OnceValues(func() ([]byte, error) {
 })
 
 func guardHandoff(i int) bolttest.Handoff {
-	h := bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%8), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
+	h := bolttest.Handoff{ID: fmt.Sprintf("h-%04d", i), Source: fmt.Sprintf("agent-%d", i%400), Target: "target", Workflow: fmt.Sprintf("wf-%d", i%3)}
 	h.Payload = append(append([]byte(nil), benchPayload...), fmt.Sprint(i)...)
 	return h
 }
@@ -542,6 +544,9 @@ func TestGuardedReadsRandomDamage(t *testing.T) {
 // branch pages (each input: a list of 5-byte patches, offset and xor
 // mask) and runs the point reads through the guarded open: no crash, no
 // hang, no recovered panic (a guarded read never runs bbolt's cursor).
+// It then runs them through the open that walks every page first
+// (CheckPages), which must refuse whatever would crash bbolt's cursors:
+// no crash, no hang (a recovered panic is an error there).
 func FuzzGuardedReads(f *testing.F) {
 	orig, err := guardLedger()
 	if err != nil {
@@ -571,6 +576,9 @@ func FuzzGuardedReads(f *testing.F) {
 			if strings.HasPrefix(o, "error panic") {
 				t.Errorf("read %d: %s", i, o)
 			}
+		}
+		if _, err := readOutcomes(path, true, seqs, 1202, "agent-5", "wf-1", blob); err != nil && !errors.Is(err, ledger.ErrCorrupt) {
+			t.Errorf("Open(CheckPages) of a damaged file: %v, want nil or ErrCorrupt", err)
 		}
 	})
 }

@@ -13,14 +13,17 @@ import (
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
 // Open refuses a file with another version (ErrVersionMismatch), except
-// the earlier versions 1 to 4, which a writable Open upgrades in one
+// the earlier versions 1 to 5, which a writable Open upgrades in one
 // transaction: version 1 has no meta "indexed" (its secondary indexes are
 // complete), versions 1 and 2 have neither the idx_idempotency bucket nor
 // meta "key", versions 1 to 3 store every tree hash in the tree bucket
-// instead of tiles, and versions 1 to 4 key blobs by their SHA-256 (no
-// idx_blob) and keep the full level-0 tiles. A read-only Open reads them
-// as they are.
-const FormatVersion = 5
+// instead of tiles, versions 1 to 4 key blobs by their SHA-256 (no
+// idx_blob) and keep the full level-0 tiles, and versions 1 to 5 store
+// one secondary index key per (value, seq) and the payload's SHA-256 in
+// idx_accepted and idx_idempotency. A read-only Open reads them as they
+// are: a key of version 5's indexes is a version 6 index record listing
+// one seq.
+const FormatVersion = 6
 
 // Earlier layouts.
 const (
@@ -28,6 +31,7 @@ const (
 	formatVersion2 = 2 // before idx_idempotency and meta "key"
 	formatVersion3 = 3 // before tiles
 	formatVersion4 = 4 // before blobs keyed by seq, idx_blob, and level-0 tiles dropped when full
+	formatVersion5 = 5 // before index records and idx_accepted/idx_idempotency values without the payload
 )
 
 // tileHeight is the height of the tree's tiles: a tile at level L holds up
@@ -56,15 +60,45 @@ var (
 	bucketIdxBlob    = []byte("idx_blob")        // sha256(bytes) -> be64(its blobs key) (format 5)
 	bucketTiles      = []byte("tiles")           // tileKey(L, N) -> the tile's hashes, 32 bytes each (formats 4 and 5)
 	bucketTree       = []byte("tree")            // be64(stored hash index) -> 32-byte tlog hash (formats 1-3)
-	bucketIdxHandoff = []byte("idx_handoff")     // xxh(handoff_id) || be64(seq) -> ""   (every handoff entry)
-	bucketIdxAccept  = []byte("idx_accepted")    // sha256(handoff_id) -> be64(seq) || payload sha256 (first accepted)
-	bucketIdxAgent   = []byte("idx_agent")       // xxh(agent) || be64(seq) -> ""        (source, target, unblock agent)
-	bucketIdxWork    = []byte("idx_workflow")    // xxh(workflow_id) || be64(seq) -> ""
-	bucketIdxDecide  = []byte("idx_decision")    // decision || be64(seq) -> ""
-	bucketIdxTime    = []byte("idx_time")        // timeKey(time) || be64(seq) -> ""
+	bucketIdxHandoff = []byte("idx_handoff")     // index records (see postings) of xxh(handoff_id)   (every handoff entry)
+	bucketIdxAccept  = []byte("idx_accepted")    // acceptKey(handoff_id, seq) -> "" (first accepted; formats 1-5: sha256(handoff_id) -> be64(seq) || payload sha256)
+	bucketIdxAgent   = []byte("idx_agent")       // index records of xxh(agent)         (source, target, unblock agent)
+	bucketIdxWork    = []byte("idx_workflow")    // index records of xxh(workflow_id)
+	bucketIdxDecide  = []byte("idx_decision")    // index records of the decision
+	bucketIdxTime    = []byte("idx_time")        // index records of timeKey(time)
 	bucketBlocked    = []byte("blocked")         // agent -> be64(seq of the blocking entry)
 	bucketRedacted   = []byte("redacted")        // payload sha256 -> be64(seq of the latest redaction)
-	bucketIdxIdem    = []byte("idx_idempotency") // sha256(idempotency key) -> be64(seq) || payload sha256 (first use)
+	bucketIdxIdem    = []byte("idx_idempotency") // acceptKey(idempotency key, seq) -> "" (first use; formats 1-5: as idx_accepted)
+)
+
+// An index record of a secondary index lists, in increasing order, seqs
+// of entries indexed under one prefix (indexPrefixes): its key is
+// prefix || be64(first seq), its value the uvarint differences (each at
+// least 1, minimally encoded) of every later seq from the one before it,
+// so a record listing one seq has an empty value (a version 5 key). Each
+// flush of the indexes (Options.IndexBatch) writes one record per prefix
+// for the entries it covers, of at most maxPostings seqs; a prefix's
+// records are in seq order and never overlap. A prefix's length is fixed
+// per index (8 for xxh, 12 for timeKey) except for idx_decision's, the
+// decision string.
+const maxPostings = 512
+
+// acceptKey is the idx_accepted key of handoff id s first accepted by
+// entry seq (the idx_idempotency key of idempotency key s first used by
+// it): the first 8 bytes of sha256(s), then be64(seq). A lookup walks the
+// keys of the 8 bytes and reads each entry, which must be a handoff (an
+// accepted one, for idx_accepted); one that names another string of
+// those 8 bytes is passed over, so the answer is exact. The payload's
+// SHA-256 is read from the entry. Formats 1-5 keyed sha256(s) ->
+// be64(seq) || payload sha256.
+func acceptKey(s string, seq uint64) []byte {
+	sum := entry.Sum256([]byte(s))
+	return cat(sum[:acceptPrefix], be64(seq))
+}
+
+const (
+	acceptPrefix = 8  // bytes of sha256(s) in an acceptKey
+	acceptLenV5  = 40 // a format 1-5 value: be64(seq) || payload sha256
 )
 
 var allBuckets = [][]byte{
@@ -169,21 +203,20 @@ func clone(b []byte) []byte {
 	return append(make([]byte, 0, len(b)), b...)
 }
 
-// indexKeys returns, per index bucket, the keys entry e (with seq) adds. The
-// same function drives Append and Check, so they cannot disagree.
-func indexKeys(e *entry.Entry) map[string][][]byte {
-	seq := be64(e.Seq)
+// indexPrefixes returns, per secondary index bucket, the prefixes under
+// which entry e's seq is listed (each once). The same function drives
+// Append, the upgrade and Check, so they cannot disagree.
+func indexPrefixes(e *entry.Entry) map[string][][]byte {
 	out := map[string][][]byte{
-		string(bucketIdxTime): {cat(timeKey(e.Time.Time), seq)},
+		string(bucketIdxTime): {timeKey(e.Time.Time)},
 	}
 	add := func(b []byte, prefix []byte) {
-		k := cat(prefix, seq)
 		for _, have := range out[string(b)] {
-			if bytes.Equal(have, k) { // two strings with one xxhash: one key
+			if bytes.Equal(have, prefix) { // two strings with one xxhash: one listing
 				return
 			}
 		}
-		out[string(b)] = append(out[string(b)], k)
+		out[string(b)] = append(out[string(b)], prefix)
 	}
 	switch e.Kind {
 	case entry.KindHandoff:
@@ -204,4 +237,84 @@ func indexKeys(e *entry.Entry) map[string][][]byte {
 		add(bucketIdxAgent, xxh(e.Agent))
 	}
 	return out
+}
+
+// prefixLen is the prefix length of every key of a secondary index, 0
+// for idx_decision (any length: the key minus its 8-byte seq).
+func prefixLen(name []byte) int {
+	switch {
+	case bytes.Equal(name, bucketIdxTime):
+		return 12
+	case bytes.Equal(name, bucketIdxDecide):
+		return 0
+	}
+	return 8
+}
+
+// encodePostings is the value of the record listing seqs (increasing,
+// 1 to maxPostings of them): their differences after the first.
+func encodePostings(seqs []uint64) []byte {
+	out := make([]byte, 0, len(seqs)-1)
+	for i := 1; i < len(seqs); i++ {
+		out = binary.AppendUvarint(out, seqs[i]-seqs[i-1])
+	}
+	return out
+}
+
+// decodePostings appends to dst the seqs of the record whose key ends in
+// be64(first) and whose value is v. The value must be minimal uvarints,
+// each at least 1, listing at most maxPostings seqs in all without
+// overflowing.
+func decodePostings(dst []uint64, first uint64, v []byte) ([]uint64, error) {
+	dst = append(dst, first)
+	seq, n := first, 1
+	for len(v) > 0 {
+		d, k := binary.Uvarint(v)
+		switch {
+		case k <= 0:
+			return dst, fmt.Errorf("seq %d of the record: a truncated or overlong uvarint", n+1)
+		case k != uvarintLen(d):
+			return dst, fmt.Errorf("seq %d of the record: a non-minimal uvarint", n+1)
+		case d == 0 || seq+d < seq:
+			return dst, fmt.Errorf("seq %d of the record: difference %d from %d", n+1, d, seq)
+		case n == maxPostings:
+			return dst, fmt.Errorf("more than %d seqs", maxPostings)
+		}
+		seq += d
+		v = v[k:]
+		n++
+		dst = append(dst, seq)
+	}
+	return dst, nil
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// recordKey splits an index record's key of bucket name into its prefix
+// and first seq; ok is false for a key of the wrong length.
+func recordKey(name, k []byte) (prefix []byte, first uint64, ok bool) {
+	n := prefixLen(name)
+	if n == 0 && len(k) <= 8 || n > 0 && len(k) != n+8 {
+		return nil, 0, false
+	}
+	return k[:len(k)-8], binary.BigEndian.Uint64(k[len(k)-8:]), true
+}
+
+// putPostings writes, into the index bucket b, the records listing seqs
+// (increasing) under prefix: one per maxPostings seqs.
+func putPostings(b interface{ Put(k, v []byte) error }, prefix []byte, seqs []uint64) error {
+	for len(seqs) > 0 {
+		n := min(len(seqs), maxPostings)
+		if err := b.Put(cat(prefix, be64(seqs[0])), encodePostings(seqs[:n])); err != nil {
+			return err
+		}
+		seqs = seqs[n:]
+	}
+	return nil
 }

@@ -42,11 +42,97 @@ func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
 	return all, err
 }
 
-// toFormat4 rewrites the format 5 ledger file at path the way format 4
-// stored it: blobs keyed by their SHA-256 (no idx_blob) and every tile,
-// full level-0 tiles included, computed from the entries.
+// toFormat5 rewrites the format 6 ledger file at path the way format 5
+// stored it: one secondary index key prefix || be64(seq) per listing,
+// with an empty value, and idx_accepted and idx_idempotency keyed by
+// sha256(string) -> be64(seq) || the entry's payload SHA-256.
+func toFormat5(t *testing.T, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("version"))); v != 6 {
+			return fmt.Errorf("toFormat5 of a format %d file", v)
+		}
+		for _, name := range []string{"idx_handoff", "idx_agent", "idx_workflow", "idx_decision", "idx_time"} {
+			var keys [][]byte
+			if err := tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+				seq := binary.BigEndian.Uint64(k[len(k)-8:])
+				for {
+					keys = append(keys, append(append([]byte(nil), k[:len(k)-8]...), bolttest.SeqKey(seq)...))
+					if len(v) == 0 {
+						return nil
+					}
+					d, n := binary.Uvarint(v)
+					if n <= 0 || d == 0 {
+						return fmt.Errorf("%s record %x: bad value", name, k)
+					}
+					seq, v = seq+d, v[n:]
+				}
+			}); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := b.Put(k, []byte{}); err != nil {
+					return err
+				}
+			}
+		}
+		ents := tx.Bucket([]byte("entries"))
+		for _, name := range []string{"idx_accepted", "idx_idempotency"} {
+			vals := map[string][]byte{}
+			if err := tx.Bucket([]byte(name)).ForEach(func(k, _ []byte) error {
+				e, err := entry.Decode(ents.Get(k[8:]))
+				if err != nil {
+					return err
+				}
+				s := e.HandoffID.S
+				if name == "idx_idempotency" {
+					s = e.IdempotencyKey
+				}
+				sum := entry.Sum256([]byte(s))
+				vals[string(sum[:])] = append(append([]byte(nil), k[8:]...), e.PayloadSHA256[:]...)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			for k, v := range vals {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("version"), bolttest.SeqKey(5))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toFormat4 rewrites the format 6 ledger file at path the way format 4
+// stored it: as format 5 (toFormat5), with blobs keyed by their SHA-256
+// (no idx_blob) and every tile, full level-0 tiles included, computed
+// from the entries.
 func toFormat4(t *testing.T, path string) {
 	t.Helper()
+	toFormat5(t, path)
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -476,5 +562,189 @@ func wantUpgradeRefused(t *testing.T, p string) {
 	}
 	if !bytes.Equal(before, after) {
 		t.Errorf("the failed upgrade changed the file")
+	}
+}
+
+// format5Fixture copies testdata/format5.db.gz, unpacked, into
+// t.TempDir(). The file was written by the format 5 driver (one index key
+// per listing, idx_accepted values with the payload): 300 handoffs over 5
+// agents and 7 workflows with IndexBatch 16 and MaxBatch 8 (entries 303
+// and after not yet indexed), every tenth sharing one payload, every
+// thirteenth rejected, every seventeenth reusing an earlier handoff id,
+// every sixth with an idempotency key, a block and its unblock, the
+// redaction of handoff 101's payload "secret payload" and the same
+// payload stored again by handoff 250; then compacted.
+func format5Fixture(t *testing.T) string {
+	t.Helper()
+	return unpackFixture(t, "testdata/format5.db.gz")
+}
+
+func unpackFixture(t *testing.T, name string) string {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(name[:len(name)-3]))
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// indexAnswers returns, encoded, the answers of the secondary indexes and
+// tables: Find by agent, workflow, handoff id, decision and time (all and
+// Limit 5 oldest and newest), and Accepted and Idempotent of every id and
+// key of the fixture.
+func indexAnswers(t *testing.T, l *ledger.Ledger) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	_, _, err := l.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _, err := l.Get(150)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := []ledger.Query{{Agent: "agent-0"}, {Agent: "agent-3"}, {Agent: "agent-9"}, {WorkflowID: "wf-2"}, {WorkflowID: "wf-6"},
+		{HandoffID: "h-0100"}, {HandoffID: "h-0000"}, {Decision: "rejected"}, {Decision: "accepted"}, {Since: e.Time.Time},
+		{Until: e.Time.Time}, {Agent: "agent-1", After: 100, Before: 290}}
+	for _, q := range qs {
+		for _, lim := range []struct {
+			n      int
+			newest bool
+		}{{0, false}, {5, false}, {5, true}} {
+			q.Limit, q.Newest = lim.n, lim.newest
+			got, err := l.Find(q)
+			if err != nil {
+				t.Fatalf("Find(%+v) = %v", q, err)
+			}
+			fmt.Fprintf(&out, "find %+v: %v\n", q, got)
+		}
+	}
+	err = l.View(func(st ledger.State) error {
+		for i := range 310 {
+			id, key := fmt.Sprintf("h-%04d", i), fmt.Sprintf("idem-%d", i)
+			seq, p, ok := st.Accepted(id)
+			b, ok2 := st.Idempotent(key)
+			fmt.Fprintf(&out, "accepted %s %v %d %s idempotent %s %v %+v\n", id, ok, seq, p, key, ok2, b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("View = %v", err)
+	}
+	return out.Bytes()
+}
+
+// TestUpgradeFormat5: a format 5 file written by the format 5 driver reads
+// as it is when opened read-only (Check finds nothing, Find and the tables
+// answer; the file's bytes do not change), and a writable Open upgrades it
+// to format 6: the head, every root and proof, entry, payload, Find
+// answer and table answer are byte-identical before and after, the
+// indexes are index records, Check passes and appends work.
+func TestUpgradeFormat5(t *testing.T) {
+	path := format5Fixture(t)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a format 5 file = %v", err)
+	}
+	wantTree, wantLedger, wantIdx := treeAnswers(t, r), ledgerAnswers(t, r), indexAnswers(t, r)
+	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
+		t.Errorf("Check of a format 5 file = %v, %v", fs, err)
+	}
+	for _, want := range []string{"accepted h-0000 true", "idempotent idem-3 true", `blob "secret payload"`} {
+		if !bytes.Contains(append(wantLedger, wantIdx...), []byte(want)) {
+			t.Fatalf("the fixture's answers lack %q: the test below proves less than it says", want)
+		}
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) || fileVersion(t, path) != 5 {
+		t.Fatalf("read-only use changed the format 5 file")
+	}
+
+	w, err := bolt.Open(path, &bolt.Options{IndexBatch: 16})
+	if err != nil {
+		t.Fatalf("writable Open of a format 5 file = %v", err)
+	}
+	if got := treeAnswers(t, w); !bytes.Equal(got, wantTree) {
+		t.Errorf("upgraded file: roots and proofs differ from the format 5 file's")
+	}
+	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
+		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format 5 file's")
+	}
+	if got := indexAnswers(t, w); !bytes.Equal(got, wantIdx) {
+		t.Errorf("upgraded file: index or table answers differ from the format 5 file's:\n%s\nwant\n%s", got, wantIdx)
+	}
+	for i := range 40 {
+		bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: fmt.Sprintf("after-%d", i), Source: "agent-1", Target: "agent-2", NoSnapshots: true})
+	}
+	if got, err := w.Find(ledger.Query{Agent: "agent-1", Newest: true, Limit: 3}); err != nil || len(got) != 3 {
+		t.Errorf("Find after the upgrade = %v, %v", got, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := fileVersion(t, path); v != bolt.FormatVersion {
+		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
+	}
+	bolttest.MustCheck(t, path)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		if n := tx.Bucket([]byte("idx_agent")).Stats().KeyN; n > 60 {
+			t.Errorf("idx_agent holds %d keys: not index records", n)
+		}
+		tx.Bucket([]byte("idx_accepted")).ForEach(func(k, v []byte) error {
+			if len(k) != 16 || len(v) != 0 {
+				t.Errorf("idx_accepted %x -> %x: not an acceptKey", k, v)
+			}
+			return nil
+		})
+		return nil
+	})
+}
+
+// TestUpgradeRefusesFormat5: a format 5 file whose indexes or tables
+// disagree with its entries is not upgraded (the writable Open fails with
+// ErrCorrupt and leaves the file's bytes as they were).
+func TestUpgradeRefusesFormat5(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		tamper func(string) error
+	}{
+		{"edited-idx_agent", func(p string) error { return bolttest.EditIndex(p, "idx_agent", 10, 11) }},
+		{"extra-idx_workflow", func(p string) error {
+			return bolttest.InsertKey(p, "idx_workflow", append(make([]byte, 8), bolttest.SeqKey(3)...), []byte{})
+		}},
+		{"idx_decision-key-with-a-value", func(p string) error {
+			return bolttest.InsertKey(p, "idx_decision", append([]byte("accepted"), bolttest.SeqKey(3)...), []byte{1})
+		}},
+		{"edited-idx_accepted", func(p string) error { return bolttest.EditIndex(p, "idx_accepted", 5, 6) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := format5Fixture(t)
+			if err := tt.tamper(p); err != nil {
+				t.Fatal(err)
+			}
+			wantUpgradeRefused(t, p)
+		})
 	}
 }

@@ -62,6 +62,18 @@ type pageWalker struct {
 	hw   uint64   // first page id past the data in use
 	seen []uint64 // bitset of page ids reached
 	only map[string]bool
+	bufs [maxTreeDepth + 2][]byte // the page read at each depth of the walk
+}
+
+// buf returns the buffer of depth, n bytes long, keeping the bytes already
+// read into its first page when it grows (for a page's overflow).
+func (w *pageWalker) buf(depth int, n uint64) []byte {
+	b := w.bufs[depth]
+	if uint64(cap(b)) < n {
+		b = append(b[:cap(b)], make([]byte, n-uint64(cap(b)))...)
+	}
+	w.bufs[depth] = b[:n]
+	return b[:n]
 }
 
 func (w *pageWalker) corrupt(format string, args ...any) error {
@@ -89,16 +101,19 @@ func (w *pageWalker) walk(id uint64, depth int, where string) error {
 	if id < 2 || id >= w.hw {
 		return w.corrupt("%s: page %d outside the data pages 2..%d", where, id, w.hw-1)
 	}
-	hdr := make([]byte, pageHeaderSize)
-	if _, err := w.r.ReadAt(hdr, int64(id*w.ps)); err != nil {
+	// One read of the page (and one more of its overflow pages), into
+	// the buffer of this depth: a branch page's buffer stays intact while
+	// its children are walked, which use the deeper ones.
+	page := w.buf(depth, w.ps)
+	if _, err := w.r.ReadAt(page, int64(id*w.ps)); err != nil {
 		return w.corrupt("%s: page %d: %v", where, id, err)
 	}
-	if got := binary.LittleEndian.Uint64(hdr); got != id {
+	if got := binary.LittleEndian.Uint64(page); got != id {
 		return w.corrupt("%s: page %d says it is page %d", where, id, got)
 	}
-	flags := binary.LittleEndian.Uint16(hdr[8:])
-	count := uint64(binary.LittleEndian.Uint16(hdr[10:]))
-	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	flags := binary.LittleEndian.Uint16(page[8:])
+	count := uint64(binary.LittleEndian.Uint16(page[10:]))
+	overflow := uint64(binary.LittleEndian.Uint32(page[12:]))
 	if id+overflow >= w.hw {
 		return w.corrupt("%s: page %d overflows past the data pages", where, id)
 	}
@@ -108,9 +123,11 @@ func (w *pageWalker) walk(id uint64, depth int, where string) error {
 		}
 		w.seen[p/64] |= 1 << (p % 64)
 	}
-	page := make([]byte, (overflow+1)*w.ps)
-	if _, err := w.r.ReadAt(page, int64(id*w.ps)); err != nil {
-		return w.corrupt("%s: page %d: %v", where, id, err)
+	if overflow > 0 {
+		page = w.buf(depth, (overflow+1)*w.ps)
+		if _, err := w.r.ReadAt(page[w.ps:], int64((id+1)*w.ps)); err != nil {
+			return w.corrupt("%s: page %d: %v", where, id, err)
+		}
 	}
 	switch flags {
 	case branchPageFlag:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/mod/sumdb/tlog"
@@ -52,6 +53,8 @@ type view struct {
 	tx   *bolt.Tx
 	g    *pager // reads the pages itself when the file was not walked at Open (guard.go)
 	head entry.Head
+	// version is the file's format version.
+	version uint64
 	// buckets; idm is nil in a read-only view of a file before format 3;
 	// tree is set in one before format 4, tiles in the others; idxBlob is
 	// nil before format 5 (blobs keyed by their SHA-256).
@@ -92,6 +95,7 @@ func (v *view) initBuckets(d *Driver) error {
 			return fmt.Errorf("%w: bucket %q missing", ledger.ErrCorrupt, name)
 		}
 	}
+	v.version = version
 	v.entries, v.blobs = v.bucket(bucketEntries), v.bucket(bucketBlobs)
 	if version >= 5 {
 		v.idxBlob = v.bucket(bucketIdxBlob)
@@ -168,7 +172,7 @@ func (v *view) Head() entry.Head { return v.head }
 
 func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = readAccept(v.accepted, id, "idx_accepted")
+		a, ok, err = v.readAccept(v.accepted, id, "idx_accepted")
 		return err
 	})
 	return a, ok, err
@@ -176,27 +180,83 @@ func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 
 func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = readAccept(v.idm, key, "idx_idempotency")
+		a, ok, err = v.readAccept(v.idm, key, "idx_idempotency")
 		return err
 	})
 	return a, ok, err
 }
 
-func readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
+// readAccept reads the entry s maps to in idx_accepted (a handoff id) or
+// idx_idempotency (an idempotency key): from format 6 on, the first of
+// the entries its acceptKeys name that is the handoff s names (see
+// acceptKey); the payload's SHA-256 comes from that entry.
+func (v *view) readAccept(b rbucket, s, name string) (entry.Accept, bool, error) {
 	if b == nil { // a read-only view of a file before format 3
 		return entry.Accept{}, false, nil
 	}
-	k := entry.Sum256([]byte(s))
-	v := b.Get(k[:])
-	if v == nil {
-		return entry.Accept{}, false, nil
+	sum := entry.Sum256([]byte(s))
+	if v.version < 6 {
+		val := b.Get(sum[:])
+		if val == nil {
+			return entry.Accept{}, false, nil
+		}
+		if len(val) != acceptLenV5 {
+			return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(val))
+		}
+		a := entry.Accept{Seq: binary.BigEndian.Uint64(val)}
+		copy(a.Payload[:], val[8:])
+		return a, true, nil
 	}
-	if len(v) != 40 {
-		return entry.Accept{}, false, fmt.Errorf("%w: %s value is %d bytes", ledger.ErrCorrupt, name, len(v))
+	prefix := sum[:acceptPrefix]
+	c := b.Cursor()
+	for k, val := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, val = c.Next() {
+		if len(k) != acceptPrefix+8 || len(val) != 0 {
+			return entry.Accept{}, false, fmt.Errorf("%w: %s key %x value %x", ledger.ErrCorrupt, name, k, val)
+		}
+		seq := binary.BigEndian.Uint64(k[acceptPrefix:])
+		e, err := acceptEntry(v.entries.Get(k[acceptPrefix:]), seq, prefix, name)
+		if err != nil {
+			return entry.Accept{}, false, err
+		}
+		if acceptString(e, name) == s {
+			return entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true, nil
+		}
 	}
-	a := entry.Accept{Seq: binary.BigEndian.Uint64(v)}
-	copy(a.Payload[:], v[8:])
-	return a, true, nil
+	return entry.Accept{}, false, nil
+}
+
+// acceptString is the string entry e is listed under in idx_accepted (its
+// handoff id) or idx_idempotency (its idempotency key).
+func acceptString(e *entry.Entry, name string) string {
+	if name == string(bucketIdxIdem) {
+		return e.IdempotencyKey
+	}
+	return e.HandoffID.S
+}
+
+// acceptEntry decodes raw, the entry seq that an idx_accepted or
+// idx_idempotency (name) key of prefix names, and checks that it is a
+// handoff listed there: accepted with a handoff id (for idx_accepted) or
+// with an idempotency key (idx_idempotency), whose SHA-256 begins with
+// prefix.
+func acceptEntry(raw []byte, seq uint64, prefix []byte, name string) (*entry.Entry, error) {
+	if raw == nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s names entry %d, which is missing", ledger.ErrCorrupt, name, seq)}
+	}
+	e, err := entry.Decode(raw)
+	if err != nil {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %w", ledger.ErrCorrupt, err)}
+	}
+	ok := e.Seq == seq && e.Kind == entry.KindHandoff && e.PayloadSHA256 != nil
+	if name == string(bucketIdxIdem) {
+		ok = ok && e.IdempotencyKey != ""
+	} else {
+		ok = ok && e.HandoffID.Valid && e.Decision == reason.Accepted
+	}
+	if sum := entry.Sum256([]byte(acceptString(e, name))); !ok || !bytes.HasPrefix(sum[:], prefix) {
+		return nil, &ledger.RecordError{Seq: seq, Op: name, Err: fmt.Errorf("%w: %s key %x names entry %d, which is not a handoff it lists", ledger.ErrCorrupt, name, prefix, seq)}
+	}
+	return e, nil
 }
 
 func (v *view) Blocked(agent string) (seq uint64, ok bool, err error) {
@@ -342,16 +402,17 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 		}
 		var cands []uint64
 		c := b.Cursor()
-		var k []byte
+		var k, val []byte
 		switch {
 		case prefix != nil:
-			k, _ = c.Seek(prefix)
+			k, val = c.Seek(prefix)
 		case !q.Since.IsZero():
-			k, _ = c.Seek(timeKey(q.Since.UTC()))
+			k, val = c.Seek(timeKey(q.Since.UTC()))
 		default:
-			k, _ = c.First()
+			k, val = c.First()
 		}
-		for ; k != nil; k, _ = c.Next() {
+		var seqs []uint64
+		for ; k != nil; k, val = c.Next() {
 			if prefix != nil && !bytes.HasPrefix(k, prefix) {
 				break
 			}
@@ -365,12 +426,18 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 			if len(k) != want {
 				continue // a longer decision string sharing the prefix
 			}
-			if seq := binary.BigEndian.Uint64(k[len(k)-8:]); seq <= indexed {
-				cands = append(cands, seq)
+			if seqs, err = decodePostings(seqs[:0], binary.BigEndian.Uint64(k[len(k)-8:]), val); err != nil {
+				return fmt.Errorf("%w: %s record %x: %v", ledger.ErrCorrupt, idx, k, err)
+			}
+			for _, seq := range seqs {
+				if seq <= indexed {
+					cands = append(cands, seq)
+				}
 			}
 		}
 		if !slices.IsSorted(cands) {
-			slices.Sort(cands) // index keys are prefix||seq: only a hostile file
+			slices.Sort(cands) // records of a prefix are in seq order: only a hostile file
+			cands = slices.Compact(cands)
 		}
 		// Entries beyond meta "indexed" have no index keys yet: every one
 		// is a candidate, confirmed below like the others. They are read

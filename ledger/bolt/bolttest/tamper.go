@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -164,9 +165,13 @@ func DuplicateEntry(path string, seq uint64) error {
 }
 
 // EditIndex redirects index references from seq to newSeq in bucket: for
-// the composite-key indexes (idx_handoff, idx_agent, idx_workflow,
-// idx_decision, idx_time) every key ending in seq; for the tables
-// (idx_accepted, blocked, redacted) every value starting with seq.
+// the secondary indexes (idx_handoff, idx_agent, idx_workflow,
+// idx_decision, idx_time) every index record listing seq, which then
+// lists newSeq instead (each record's key is prefix || be64(its first
+// seq), its value the uvarint differences of the later seqs); for
+// idx_accepted every key ending in seq (format 6: sha256(id)[:8] ||
+// be64(seq)), or every value starting with it (formats 1-5); for the
+// tables blocked and redacted every value starting with seq.
 func EditIndex(path, bucket string, seq, newSeq uint64) error {
 	old, repl := SeqKey(seq), SeqKey(newSeq)
 	return update(path, func(tx *bbolt.Tx) error {
@@ -179,14 +184,36 @@ func EditIndex(path, bucket string, seq, newSeq uint64) error {
 		b.ForEach(func(k, v []byte) error {
 			switch bucket {
 			case BucketIdxAccept, BucketBlocked, BucketRedacted:
+				if bucket == BucketIdxAccept && len(v) == 0 { // format 6: sha256(id)[:8] || be64(seq)
+					if len(k) == 16 && bytes.HasSuffix(k, old) {
+						del = append(del, kv{k: append([]byte(nil), k...)})
+						put = append(put, kv{append(append([]byte(nil), k[:8]...), repl...), []byte{}})
+					}
+					return nil
+				}
 				if bytes.HasPrefix(v, old) {
 					put = append(put, kv{append([]byte(nil), k...), append(append([]byte(nil), repl...), v[8:]...)})
 				}
 			default:
-				if bytes.HasSuffix(k, old) {
-					del = append(del, kv{k: append([]byte(nil), k...)})
-					put = append(put, kv{append(append([]byte(nil), k[:len(k)-8]...), repl...), append([]byte(nil), v...)})
+				if len(k) < 8 {
+					return nil
 				}
+				seqs := postings(binary.BigEndian.Uint64(k[len(k)-8:]), v)
+				i := slices.Index(seqs, seq)
+				if i < 0 {
+					return nil
+				}
+				seqs = slices.Delete(seqs, i, i+1)
+				if !slices.Contains(seqs, newSeq) {
+					seqs = append(seqs, newSeq)
+				}
+				slices.Sort(seqs)
+				var val []byte
+				for j := 1; j < len(seqs); j++ {
+					val = binary.AppendUvarint(val, seqs[j]-seqs[j-1])
+				}
+				del = append(del, kv{k: append([]byte(nil), k...)})
+				put = append(put, kv{append(append([]byte(nil), k[:len(k)-8]...), SeqKey(seqs[0])...), val})
 			}
 			return nil
 		})
@@ -205,6 +232,22 @@ func EditIndex(path, bucket string, seq, newSeq uint64) error {
 		}
 		return nil
 	})
+}
+
+// postings decodes an index record: first, then the uvarint differences
+// in v (read leniently: a test helper's view of a file it made).
+func postings(first uint64, v []byte) []uint64 {
+	out := []uint64{first}
+	for len(v) > 0 {
+		d, n := binary.Uvarint(v)
+		if n <= 0 {
+			break
+		}
+		first += d
+		out = append(out, first)
+		v = v[n:]
+	}
+	return out
 }
 
 // RewindMetaHead points meta's head k entries back (at entry head-k, or
