@@ -162,6 +162,10 @@ func (r *replayer) run() error {
 		return err
 	}
 	r.blobsMissing()
+	// The replay is judged: its tables (one row per accepted handoff id)
+	// go before the store's check runs, so the two never take memory at
+	// once.
+	r.state, r.st, r.missing, r.redaction = nil, nil, nil, nil
 	if r.opts.Structural != nil {
 		fs, err := r.structural()
 		if err != nil {

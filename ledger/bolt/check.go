@@ -6,13 +6,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/reason"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -24,10 +23,21 @@ import (
 // head is the last entry; every stored tree hash equals the one recomputed
 // from the entries; every index, the accepted, blocked and redacted tables
 // and the snapshots in force equal those rebuilt from the chain; and every
-// blob hashes to the SHA-256 its key names (format 5: the entry it is
-// stored under; idx_blob maps exactly those) and is referred to. It runs in one read
-// transaction, so it sees one consistent state; memory grows with the
-// number of distinct payloads and accepted handoff IDs.
+// blob hashes to the SHA-256 its key names (formats 5 and 6: the entry it
+// is stored under; idx_blob maps exactly those) and is referred to. It runs in
+// one read transaction, so it sees one consistent state.
+//
+// Check streams: it walks the entries once, in seq order, and holds only
+// the right edge of the Merkle tree and the tiles being filled (each tile
+// is compared as soon as it is complete), the blocked agents, the
+// redactions and snapshots, the sums of the secondary indexes' listings
+// (checkindex.go), and the findings. The blobs, keyed by seq from format 5
+// on, are walked beside the entries; the accepted and idempotency tables
+// are read key by key as the fold asks for them, each first use compared
+// with its row, and held to the number of first uses; idx_blob the same.
+// Memory does not grow with the number of entries, except for files of
+// formats 1-4, whose blobs keyed by SHA-256 are matched to their entries
+// through a map of the payloads' hashes.
 //
 // The hash chain's re-evaluation against policy is the verify package's
 // job; Check judges the store. An error (ledger.ErrCorrupt, ctx) comes with the
@@ -52,24 +62,32 @@ type checker struct {
 	version  uint64 // meta version, 0 if unreadable
 	findings []ledger.Finding
 
-	n         int64  // entries walked
-	indexed   uint64 // meta "indexed": secondary indexes cover 1..indexed
-	lastSeq   uint64
-	lastHash  entry.Hash
-	tree      map[int64]tlog.Hash // recomputed stored hashes
-	idxWant   map[string]pairSet  // the index listings entries 1..indexed imply
-	pairs     *pairHasher
-	accepted  map[entry.Hash][]byte // sha256(handoff_id) -> seq||payload
+	n        int64  // entries walked
+	indexed  uint64 // meta "indexed": secondary indexes cover 1..indexed
+	lastSeq  uint64
+	lastHash entry.Hash
+	idxWant  map[string]pairSet // the index listings entries 1..indexed imply
+	pairs    *pairHasher
+
+	entries *bolt.Bucket // nil when missing
+	treeB   *bolt.Bucket // formats 1-3: every stored hash
+	tilesB  *bolt.Bucket // formats 4 and later
+	right   []tlog.Hash  // right[L]: the last complete node of level L that is a left child (the tree's right edge)
+	tiles   []tileFill   // tiles[L]: the tile of level L being filled
+
+	st        *entry.State // the fold, positioned anew on each entry, on c's tables
+	cur       uint64       // seq of the entry being folded
+	accepted  hashTable    // idx_accepted
+	idem      hashTable    // idx_idempotency
 	blocked   map[string]uint64
 	redacted  map[entry.Hash]uint64 // payload -> latest redaction seq
-	refs      map[entry.Hash]uint64 // blob hash -> last entry referring to it
-	named     map[uint64]entry.Hash // seq -> the blob its entry names (format 5)
+	reref     map[entry.Hash]uint64 // redacted payload -> the last entry naming it after a redaction
 	snapshots map[entry.Hash]uint64 // snapshot content -> seq
 	manifest  *entry.Hash
 	lock      *entry.Hash
-	idem      map[entry.Hash][]byte // sha256(idempotency key) -> seq||payload
-	st        *entry.State          // the fold of the entries walked
-	raw       []byte                // the entry being walked
+
+	blobs *blobWalk             // formats 5 and 6: the blobs bucket, walked beside the entries
+	refs  map[entry.Hash]uint64 // formats 1-4: blob hash -> last entry referring to it
 }
 
 func (c *checker) add(seq uint64, kind, want, got string) {
@@ -77,17 +95,13 @@ func (c *checker) add(seq uint64, kind, want, got string) {
 }
 
 func (c *checker) run() error {
-	c.tree = map[int64]tlog.Hash{}
 	c.idxWant = map[string]pairSet{}
 	c.pairs = newPairHasher()
-	c.accepted = map[entry.Hash][]byte{}
 	c.blocked = map[string]uint64{}
 	c.redacted = map[entry.Hash]uint64{}
-	c.refs = map[entry.Hash]uint64{}
-	c.named = map[uint64]entry.Hash{}
+	c.reref = map[entry.Hash]uint64{}
 	c.snapshots = map[entry.Hash]uint64{}
-	c.idem = map[entry.Hash][]byte{}
-	c.st = entry.NewState(entry.Head{}, nil)
+	c.st = entry.NewState(entry.Head{}, c)
 
 	var version uint64
 	if m := c.tx.Bucket(bucketMeta); m != nil {
@@ -111,6 +125,15 @@ func (c *checker) run() error {
 		return err
 	}
 	c.checkMeta()
+	c.entries = c.bucket(bucketEntries)
+	c.treeB, c.tilesB = c.bucket(bucketTree), c.bucket(bucketTiles)
+	c.accepted = hashTable{name: "idx_accepted", b: c.bucket(bucketIdxAccept), v6: version >= 6, key: acceptedKey}
+	c.idem = hashTable{name: "idx_idempotency", b: c.bucket(bucketIdxIdem), v6: version >= 6, key: idempotencyKey}
+	if b := c.bucket(bucketBlobs); b != nil && version >= 5 {
+		c.blobs = &blobWalk{b: b, cur: b.Cursor(), idx: c.bucket(bucketIdxBlob)}
+	} else if version < 5 {
+		c.refs = map[entry.Hash]uint64{}
+	}
 	if err := c.walkEntries(); err != nil {
 		return err
 	}
@@ -165,11 +188,10 @@ func (c *checker) checkMeta() {
 }
 
 func (c *checker) walkEntries() error {
-	b := c.bucket(bucketEntries)
+	b := c.entries
 	if b == nil {
 		return nil
 	}
-	tree := c.bucket(bucketTree)
 	var prevTime time.Time
 	expect := uint64(1)
 	cur := b.Cursor()
@@ -189,13 +211,14 @@ func (c *checker) walkEntries() error {
 		}
 		expect = seq + 1
 		h := entry.LeafHash(v)
-		c.checkTreeLeaf(tree, seq, h)
+		c.treeLeaf(seq, h)
 		prevHash := c.lastHash
 		c.lastSeq, c.lastHash = seq, h
 		c.n++
 		e, err := entry.Decode(v)
 		if err != nil {
 			c.add(seq, ledger.FindUndecodable, "a canonical entry", err.Error())
+			c.blobAt(seq, nil)
 			continue
 		}
 		if e.Seq != seq {
@@ -212,55 +235,151 @@ func (c *checker) walkEntries() error {
 		if seq <= c.indexed {
 			c.entryIndexes(seq, e)
 		}
-		c.raw = v
-		c.derive(seq, e)
+		c.derive(seq, e, h)
+		c.blobAt(seq, e.Blob())
 	}
+	c.blobsAfter()
 	return nil
 }
 
-func (c *checker) checkTreeLeaf(tree *bolt.Bucket, seq uint64, h entry.Hash) {
+// treeLeaf adds the leaf hash h of the c.n'th entry (stored as seq) to the
+// tree: it computes the stored hashes the leaf completes (tlog's
+// StoredHashesForRecordHash, from the right edge kept in c.right), compares
+// each with the tree bucket (formats 1-3) and adds those of the tiles'
+// levels to the tiles being filled (formats 4 and later).
+func (c *checker) treeLeaf(seq uint64, h entry.Hash) {
 	n := c.n
-	hashes, err := tlog.StoredHashesForRecordHash(n, tlog.Hash(h), tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(idx))
-		for i, x := range idx {
-			out[i] = c.tree[x]
-		}
-		return out, nil
-	}))
-	if err != nil {
-		c.add(seq, ledger.FindTreeHash, "computable", err.Error())
-		return
-	}
 	base := tlog.StoredHashIndex(0, n)
-	for i, want := range hashes {
-		x := base + int64(i)
-		c.tree[x] = want
-		if tree == nil {
-			continue
+	node := tlog.Hash(h)
+	for level := 0; ; level++ {
+		if c.treeB != nil {
+			x := base + int64(level)
+			if got := c.treeB.Get(be64(uint64(x))); !bytes.Equal(got, node[:]) {
+				c.add(seq, ledger.FindTreeHash, fmt.Sprintf("tree[%d]=%x", x, node[:]), fmt.Sprintf("%x", got))
+			}
 		}
-		got := tree.Get(be64(uint64(x)))
-		if !bytes.Equal(got, want[:]) {
-			c.add(seq, ledger.FindTreeHash, fmt.Sprintf("tree[%d]=%x", x, want[:]), fmt.Sprintf("%x", got))
+		if c.tilesB != nil && level%tileHeight == 0 {
+			c.tileHash(level/tileHeight, n>>level, node)
 		}
+		if level == len(c.right) {
+			c.right = append(c.right, tlog.Hash{})
+		}
+		if (n>>level)&1 == 0 { // a left child: it waits for its sibling
+			c.right[level] = node
+			return
+		}
+		node = tlog.NodeHash(c.right[level], node)
 	}
 }
 
-// derive folds e (stored as seq) into the checker's state, the one fold
-// of package entry, and notes the blobs it refers to. The chain itself is
-// judged by walkEntries; the fold is positioned on e's own seq, prev and
-// time so that it judges only the state rules. An entry that breaks one is
-// a finding; its state effects are applied where they still make sense
-// (a handoff whose snapshots are not in force) and dropped otherwise.
-func (c *checker) derive(seq uint64, e *entry.Entry) {
+// tileFill is a tile being filled: tile n of its level, the hashes so far.
+type tileFill struct {
+	n    int64
+	data []byte
+}
+
+// tileHash adds hash i of tree level tileHeight*l (stored hashes of one
+// level come in order) to its tile, and compares the tile once full.
+func (c *checker) tileHash(l int, i int64, h tlog.Hash) {
+	for len(c.tiles) <= l {
+		c.tiles = append(c.tiles, tileFill{})
+	}
+	t := &c.tiles[l]
+	if i&(1<<tileHeight-1) == 0 {
+		t.n, t.data = i>>tileHeight, t.data[:0]
+	}
+	t.data = append(t.data, h[:]...)
+	if len(t.data) == tlog.HashSize<<tileHeight {
+		c.compareTile(l, t)
+		t.data = t.data[:0]
+	}
+}
+
+// compareTile compares the tile t of level l with the stored one. A full
+// level-0 tile is not stored from format 5 on (checkTree reports one that
+// is).
+func (c *checker) compareTile(l int, t *tileFill) {
+	if c.version >= 5 && l == 0 && len(t.data) == tlog.HashSize<<tileHeight {
+		return
+	}
+	k := tileKey(l, t.n)
+	v, w := c.tilesB.Get(k), t.data
+	switch {
+	case v == nil:
+		c.add(tileFirst(k), ledger.FindTreeHash, fmt.Sprintf("tile %x", k), "absent")
+	case !bytes.Equal(v, w):
+		// Name the entry under the first hash that differs.
+		i := 0
+		for i < len(v) && i < len(w) && v[i] == w[i] {
+			i++
+		}
+		at := tileFirst(k) + uint64(i/tlog.HashSize)<<(tileHeight*l)
+		c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
+	}
+}
+
+// tileFirst returns the first entry under the tile of key k (0 for a key
+// that names no tile).
+func tileFirst(k []byte) uint64 {
+	if len(k) != 9 || k[0] >= 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[1:])<<(tileHeight*(uint64(k[0])+1)) + 1
+}
+
+// tileWanted reports whether the tree of n leaves has a stored tile (l, i):
+// one holding at least one hash of tree level tileHeight*l, except, from
+// format 5 on, a full level-0 tile.
+func (c *checker) tileWanted(l int, i uint64) bool {
+	if tileHeight*l >= 63 {
+		return false
+	}
+	count := uint64(c.n) >> (tileHeight * l) // hashes of that level
+	if i >= (count+1<<tileHeight-1)>>tileHeight {
+		return false
+	}
+	return !(c.version >= 5 && l == 0 && (i+1)<<tileHeight <= count)
+}
+
+// derive folds e (stored as seq, leaf hash h) into the checker's state,
+// the one fold of package entry, and takes in what it changed. The chain
+// itself is judged by walkEntries; the fold is positioned on e's own seq,
+// prev and time so that it judges only the state rules. An entry that
+// breaks one is a finding; its state effects are applied where they still
+// make sense (a handoff whose snapshots are not in force) and dropped
+// otherwise.
+func (c *checker) derive(seq uint64, e *entry.Entry, h entry.Hash) {
 	st := c.st
-	st.Head = entry.PositionAt(st.Head, e)
-	if err := st.Judge(e, entry.LeafHash(c.raw)); err != nil {
+	st.Reset(entry.PositionAt(st.Head, e))
+	c.cur = seq
+	if err := st.Judge(e, h); err != nil {
 		c.add(seq, ledger.FindStateRule, "an entry that follows the ledger state", err.Error())
 	}
+	d := &st.Delta
+	for id, a := range d.Accepted {
+		c.accepted.firstUse(c, id, a)
+	}
+	for k, a := range d.Idempotent {
+		c.idem.firstUse(c, k, a)
+	}
+	if d.ClearBlocked {
+		clear(c.blocked)
+	}
+	for a := range d.Unblocked {
+		delete(c.blocked, a)
+	}
+	for a, by := range d.Blocked {
+		c.blocked[a] = by
+	}
+	for _, r := range d.Redactions {
+		c.redaction(r)
+	}
 	if sum := e.Blob(); sum != nil {
-		c.refs[*sum] = seq
-		if c.version >= 5 {
-			c.named[seq] = *sum
+		if _, ok := c.redacted[*sum]; ok {
+			c.reref[*sum] = seq
+		}
+		if c.refs != nil {
+			c.refs[*sum] = seq
 		}
 	}
 	if e.Kind == entry.KindSnapshot {
@@ -268,31 +387,243 @@ func (c *checker) derive(seq uint64, e *entry.Entry) {
 	}
 }
 
-// tables turns the fold's state into the stored tables' shapes.
-func (c *checker) tables() {
-	d := &c.st.Delta
-	for id, a := range d.Accepted {
-		c.accepted[entry.Sum256([]byte(id))] = cat(be64(a.Seq), a.Payload[:])
+// redaction takes in a redaction entry: the payload of the entry it names
+// is redacted as of r.Seq.
+func (c *checker) redaction(r entry.Redaction) {
+	t, err := c.entry(r.Of)
+	if err != nil || t.Kind != entry.KindHandoff {
+		c.add(r.Seq, ledger.FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", r.Of), "not a readable handoff entry")
+		return
 	}
-	for key, a := range d.Idempotent {
-		c.idem[entry.Sum256([]byte(key))] = cat(be64(a.Seq), a.Payload[:])
+	c.redacted[*t.PayloadSHA256] = r.Seq
+	delete(c.reref, *t.PayloadSHA256)
+}
+
+// entry reads and decodes the entry stored as seq.
+func (c *checker) entry(seq uint64) (*entry.Entry, error) {
+	if c.entries == nil {
+		return nil, ledger.ErrNotFound
 	}
-	maps.Copy(c.blocked, d.Blocked)
-	entries := c.bucket(bucketEntries)
-	for _, r := range d.Redactions {
-		var t *entry.Entry
-		var err error = ledger.ErrNotFound
-		if entries != nil {
-			if raw := entries.Get(be64(r.Of)); raw != nil {
-				t, err = entry.Decode(raw)
+	raw := c.entries.Get(be64(seq))
+	if raw == nil {
+		return nil, ledger.ErrNotFound
+	}
+	return entry.Decode(raw)
+}
+
+// Accepted implements entry.Tables for the fold, from idx_accepted.
+func (c *checker) Accepted(id string) (entry.Accept, bool, error) {
+	a, ok := c.accepted.lookup(c, id)
+	return a, ok, nil
+}
+
+// Idempotent implements entry.Tables for the fold, from idx_idempotency.
+func (c *checker) Idempotent(key string) (entry.Accept, bool, error) {
+	a, ok := c.idem.lookup(c, key)
+	return a, ok, nil
+}
+
+// Blocked implements entry.Tables for the fold.
+func (c *checker) Blocked(agent string) (uint64, bool, error) {
+	seq, ok := c.blocked[agent]
+	return seq, ok, nil
+}
+
+// hashTable checks a table that records the first use of a string
+// (idx_accepted: the first acceptance of a handoff id; idx_idempotency:
+// the first use of an idempotency key) without holding it: the fold asks
+// the table itself whether a string was used before the entry being
+// folded, each answer confirmed against the entry the row names; each
+// first use the fold finds is compared with its row; and the rows are
+// counted. A row that disagrees is a finding, and the fold goes on with
+// the first use the entries imply (fixed). When every first use has its
+// exact row and the table holds no other, the table is the one the chain
+// implies. Formats 1-5 key a row by sha256(s), its value be64(seq) ||
+// payload sha256; format 6 keys it acceptKey(s, seq), its value empty.
+type hashTable struct {
+	name    string
+	b       *bolt.Bucket // nil when missing (reported as such)
+	v6      bool         // acceptKey rows
+	key     func(e *entry.Entry) (string, bool)
+	fixed   map[entry.Hash]entry.Accept // first uses whose row was wrong (each reported)
+	matched int                         // first uses found with their exact row
+	suspect bool                        // a row names an entry that is not a use of its string
+}
+
+func acceptedKey(e *entry.Entry) (string, bool) {
+	return e.HandoffID.S, e.Kind == entry.KindHandoff && e.Decision == reason.Accepted && e.HandoffID.Valid && e.PayloadSHA256 != nil
+}
+
+func idempotencyKey(e *entry.Entry) (string, bool) {
+	return e.IdempotencyKey, e.Kind == entry.KindHandoff && e.IdempotencyKey != "" && e.PayloadSHA256 != nil
+}
+
+// rowOf returns the key and value of the row of a, the first use of s.
+func (t *hashTable) rowOf(s string, a entry.Accept) (k, v []byte) {
+	if t.v6 {
+		return acceptKey(s, a.Seq), []byte{}
+	}
+	sum := entry.Sum256([]byte(s))
+	return sum[:], cat(be64(a.Seq), a.Payload[:])
+}
+
+// use returns the use of a string whose SHA-256 begins with prefix that
+// entry seq makes, if it makes one.
+func (t *hashTable) use(c *checker, seq uint64, prefix []byte) (s string, a entry.Accept, ok bool) {
+	e, err := c.entry(seq)
+	if err != nil {
+		return "", a, false
+	}
+	s, ok = t.key(e)
+	if sum := entry.Sum256([]byte(s)); !ok || !bytes.HasPrefix(sum[:], prefix) {
+		return "", a, false
+	}
+	return s, entry.Accept{Seq: seq, Payload: *e.PayloadSHA256}, true
+}
+
+// lookup answers whether s was used before the entry being folded: the
+// row of s, if it names an earlier entry that uses s.
+func (t *hashTable) lookup(c *checker, s string) (entry.Accept, bool) {
+	sum := entry.Sum256([]byte(s))
+	if a, ok := t.fixed[sum]; ok {
+		return a, true
+	}
+	if t.b == nil {
+		return entry.Accept{}, false
+	}
+	if t.v6 {
+		// The rows of the 8 bytes, in seq order: the first one before
+		// the entry being folded that names a use of s.
+		prefix := sum[:acceptPrefix]
+		cur := t.b.Cursor()
+		for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
+			seq := seqOf(k[acceptPrefix:])
+			if len(k) != acceptPrefix+8 || len(v) != 0 {
+				t.suspect = true
+				continue
+			}
+			if seq >= c.cur {
+				break
+			}
+			switch got, a, ok := t.use(c, seq, prefix); {
+			case ok && got == s:
+				return a, true
+			case !ok:
+				t.suspect = true // a row that is no use: rows reports it
 			}
 		}
-		if err != nil || t.Kind != entry.KindHandoff {
-			c.add(r.Seq, ledger.FindRedacted, fmt.Sprintf("redacted_seq %d a handoff", r.Of), "not a readable handoff entry")
+		return entry.Accept{}, false
+	}
+	v := t.b.Get(sum[:])
+	seq := seqOf(v)
+	if v == nil || seq == 0 || seq >= c.cur {
+		return entry.Accept{}, false // not used before (a row naming a later entry is compared there)
+	}
+	if got, a, ok := t.use(c, seq, sum[:]); ok && got == s {
+		if _, want := t.rowOf(s, a); bytes.Equal(v, want) {
+			return a, true
+		}
+	}
+	t.suspect = true // a row that is no use of s: rows reports it
+	return entry.Accept{}, false
+}
+
+// firstUse compares the row of s with a, its first use the fold found.
+func (t *hashTable) firstUse(c *checker, s string, a entry.Accept) {
+	if t.b == nil {
+		return
+	}
+	k, want := t.rowOf(s, a)
+	got := t.get(k)
+	if got != nil && bytes.Equal(got, want) {
+		t.matched++
+		return
+	}
+	g := "absent"
+	if got != nil {
+		g = fmt.Sprintf("%x", got)
+	}
+	c.add(a.Seq, ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", t.name, k, want), g)
+	if t.fixed == nil {
+		t.fixed = map[entry.Hash]entry.Accept{}
+	}
+	t.fixed[entry.Sum256([]byte(s))] = a
+	t.suspect = true
+}
+
+// get returns the value of key k (an empty value as a non-nil empty
+// slice), nil when absent.
+func (t *hashTable) get(k []byte) []byte {
+	got, v := t.b.Cursor().Seek(k)
+	if !bytes.Equal(got, k) || v == nil {
+		return nil
+	}
+	return append([]byte{}, v...)
+}
+
+// rows reports the rows no first use implies. Every first use was compared
+// with its row during the walk, so when no row was found wrong and the
+// count is the number of first uses found, there is none; otherwise each
+// row is confirmed against the entry it names.
+func (t *hashTable) rows(c *checker) {
+	if t.b == nil || (!t.suspect && t.b.Stats().KeyN == t.matched) {
+		return
+	}
+	t.b.ForEach(func(k, v []byte) error {
+		if t.rowOK(c, k, v) {
+			return nil
+		}
+		seq := seqOf(v)
+		if t.v6 {
+			seq = seqOf(k[min(len(k), acceptPrefix):])
+		}
+		c.add(seq, ledger.FindAccepted, "no "+t.name+" key", fmt.Sprintf("%x -> %x", k, v))
+		return nil
+	})
+}
+
+// rowOK reports whether the row k -> v is the row of a first use, or one
+// reported with it.
+func (t *hashTable) rowOK(c *checker, k, v []byte) bool {
+	if !t.v6 {
+		if len(k) != 32 || v == nil {
+			return false
+		}
+		if _, ok := t.fixed[entry.Hash(k)]; ok {
+			return true // reported with its first use
+		}
+		s, a, ok := t.use(c, seqOf(v), k)
+		_, want := t.rowOf(s, a)
+		return ok && bytes.Equal(v, want)
+	}
+	if len(k) != acceptPrefix+8 || len(v) != 0 {
+		return false
+	}
+	seq := seqOf(k[acceptPrefix:])
+	s, _, ok := t.use(c, seq, k[:acceptPrefix])
+	if !ok {
+		return false
+	}
+	if f, ok := t.fixed[entry.Sum256([]byte(s))]; ok {
+		return f.Seq == seq
+	}
+	// The first use of s is the first row of the 8 bytes naming a use of
+	// s (its row was found when the walk met it).
+	cur := t.b.Cursor()
+	for rk, rv := cur.Seek(k[:acceptPrefix]); rk != nil && bytes.HasPrefix(rk, k[:acceptPrefix]); rk, rv = cur.Next() {
+		if len(rk) != acceptPrefix+8 || len(rv) != 0 {
 			continue
 		}
-		c.redacted[*t.PayloadSHA256] = r.Seq
+		r := seqOf(rk[acceptPrefix:])
+		if got, _, ok := t.use(c, r, k[:acceptPrefix]); ok && got == s {
+			return r == seq
+		}
 	}
+	return false
+}
+
+// tables takes in the scalars of the fold's state.
+func (c *checker) tables() {
 	if c.st.HasManifest {
 		c.manifest = &c.st.Manifest
 	}
@@ -326,11 +657,28 @@ func (c *checker) checkHead() {
 	}
 }
 
+// checkTree compares the partial tiles at the end of the tree, and reports
+// the stored tiles and tree hashes the tree of c.n leaves does not have
+// (each tile it has was compared as it was filled).
 func (c *checker) checkTree() {
-	if t := c.bucket(bucketTiles); t != nil {
-		c.checkTiles(t)
+	if t := c.tilesB; t != nil {
+		for l := range c.tiles {
+			if len(c.tiles[l].data) > 0 {
+				c.compareTile(l, &c.tiles[l])
+			}
+		}
+		count := tlog.StoredHashCount(c.n)
+		t.ForEach(func(k, v []byte) error {
+			switch {
+			case v == nil || len(k) != 9:
+				c.add(0, ledger.FindUnknownKey, "9-byte tile key", fmt.Sprintf("key %x", k))
+			case !c.tileWanted(int(k[0]), binary.BigEndian.Uint64(k[1:])):
+				c.add(0, ledger.FindTreeExtra, fmt.Sprintf("%d stored hashes", count), fmt.Sprintf("tile %x", k))
+			}
+			return nil
+		})
 	}
-	b := c.bucket(bucketTree)
+	b := c.treeB
 	if b == nil {
 		return
 	}
@@ -347,72 +695,9 @@ func (c *checker) checkTree() {
 	})
 }
 
-// checkHashTable compares a table keyed by SHA-256 (idx_accepted,
-// idx_idempotency) with the one the fold implies; from format 6 on its
-// keys are acceptKeys (checkAcceptKeys).
-func (c *checker) checkHashTable(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
-	if c.version >= 6 {
-		c.checkAcceptKeys(b, name, wantTable)
-		return
-	}
-	seen := map[entry.Hash]bool{}
-	b.ForEach(func(k, v []byte) error {
-		var h entry.Hash
-		copy(h[:], k)
-		want, ok := wantTable[h]
-		if len(k) != 32 || !ok {
-			c.add(seqOf(v), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
-			return nil
-		}
-		seen[h] = true
-		if !bytes.Equal(v, want) {
-			c.add(seqOf(want), ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", name, k, want), fmt.Sprintf("%x", v))
-		}
-		return nil
-	})
-	for h, want := range wantTable {
-		if !seen[h] {
-			c.add(seqOf(want), ledger.FindAccepted, fmt.Sprintf("%s %x -> %x", name, h[:], want), "absent")
-		}
-	}
-}
-
-// checkAcceptKeys compares format 6's idx_accepted or idx_idempotency,
-// acceptKey(s, seq) -> "", with the table the fold implies (sha256(s) ->
-// seq || payload).
-func (c *checker) checkAcceptKeys(b *bolt.Bucket, name string, wantTable map[entry.Hash][]byte) {
-	want := make(map[string]bool, len(wantTable))
-	for h, v := range wantTable {
-		want[string(cat(h[:acceptPrefix], v[:8]))] = true
-	}
-	b.ForEach(func(k, v []byte) error {
-		switch {
-		case len(k) != acceptPrefix+8 || len(v) != 0:
-			c.add(seqOf(k[min(len(k), acceptPrefix):]), ledger.FindAccepted, name+" key of 16 bytes, empty value", fmt.Sprintf("%x -> %x", k, v))
-		case !want[string(k)]:
-			c.add(seqOf(k[acceptPrefix:]), ledger.FindAccepted, "no "+name+" key", fmt.Sprintf("%x", k))
-		default:
-			delete(want, string(k))
-		}
-		return nil
-	})
-	missing := make([]string, 0, len(want))
-	for k := range want {
-		missing = append(missing, k)
-	}
-	slices.Sort(missing)
-	for _, k := range missing {
-		c.add(seqOf([]byte(k[acceptPrefix:])), ledger.FindAccepted, fmt.Sprintf("%s key %x", name, k), "absent")
-	}
-}
-
 func (c *checker) checkTables() {
-	if b := c.bucket(bucketIdxAccept); b != nil {
-		c.checkHashTable(b, "idx_accepted", c.accepted)
-	}
-	if b := c.bucket(bucketIdxIdem); b != nil {
-		c.checkHashTable(b, "idx_idempotency", c.idem)
-	}
+	c.accepted.rows(c)
+	c.idem.rows(c)
 	if b := c.bucket(bucketBlocked); b != nil {
 		seen := map[string]bool{}
 		b.ForEach(func(k, v []byte) error {
@@ -475,12 +760,14 @@ func (c *checker) checkTables() {
 }
 
 func (c *checker) checkBlobs() {
-	b := c.bucket(bucketBlobs)
-	if b == nil {
+	if c.blobs != nil {
+		c.checkIdxBlob()
+		c.unremoved()
+		c.checkSnapshotBlobs(c.stored)
 		return
 	}
-	if c.version >= 5 {
-		c.checkBlobsBySeq(b)
+	b := c.bucket(bucketBlobs)
+	if b == nil {
 		return
 	}
 	b.ForEach(func(k, v []byte) error {
@@ -499,14 +786,29 @@ func (c *checker) checkBlobs() {
 	c.checkSnapshotBlobs(func(h entry.Hash) bool { return b.Get(h[:]) != nil })
 }
 
-// checkBlobRef reports a blob no entry names, or one a redaction erased
-// and no later entry stored again.
+// checkBlobRef (formats 1-4) reports a blob no entry names, or one a
+// redaction erased and no later entry stored again.
 func (c *checker) checkBlobRef(h entry.Hash) {
 	ref, ok := c.refs[h]
 	if !ok {
 		c.add(0, ledger.FindBlobOrphan, "a referring entry", h.String())
 	} else if r, ok := c.redacted[h]; ok && ref < r {
 		c.add(r, ledger.FindBlobUnremoved, "absent", h.String())
+	}
+}
+
+// unremoved (formats 5 and 6) reports the bytes a redaction erased that are
+// still stored though no later entry names them.
+func (c *checker) unremoved() {
+	var left []entry.Hash
+	for h := range c.redacted {
+		if _, again := c.reref[h]; !again && c.stored(h) {
+			left = append(left, h)
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { return c.redacted[left[i]] < c.redacted[left[j]] })
+	for _, h := range left {
+		c.add(c.redacted[h], ledger.FindBlobUnremoved, "absent", h.String())
 	}
 }
 
@@ -524,122 +826,154 @@ func (c *checker) checkSnapshotBlobs(stored func(entry.Hash) bool) {
 	}
 }
 
-// checkBlobsBySeq checks format 5's blobs: each is stored under the seq
-// of an entry naming it and hashes to the SHA-256 that entry names, and
-// idx_blob maps exactly the stored blobs' SHA-256 to their keys.
-func (c *checker) checkBlobsBySeq(b *bolt.Bucket) {
-	idx := c.bucket(bucketIdxBlob)
-	keyed := map[entry.Hash]uint64{} // stored blob hash -> its key
-	b.ForEach(func(k, v []byte) error {
-		if len(k) != 8 || v == nil {
-			c.add(0, ledger.FindUnknownKey, "8-byte blob key", fmt.Sprintf("%x", k))
-			return nil
-		}
-		seq := binary.BigEndian.Uint64(k)
-		h, ok := c.named[seq]
-		if !ok {
-			c.add(seq, ledger.FindBlobOrphan, "a referring entry", fmt.Sprintf("blob under seq %d", seq))
-			return nil
-		}
-		if got := entry.Sum256(v); got != h {
-			// Damaged bytes: one finding; idx_blob still rightly names seq.
-			c.add(seq, ledger.FindBlobHash, h.String(), got.String())
-		}
-		if prev, dup := keyed[h]; dup {
-			c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", h, prev), fmt.Sprintf("again under seq %d", seq))
-			return nil
-		}
-		keyed[h] = seq
-		c.checkBlobRef(h)
-		return nil
-	})
-	if idx != nil {
-		n := 0
-		idx.ForEach(func(k, v []byte) error {
-			n++
-			var h entry.Hash
-			copy(h[:], k)
-			if seq, ok := keyed[h]; len(k) != 32 || !ok || !bytes.Equal(v, be64(seq)) {
-				c.add(seqOf(v), ledger.FindIndexExtra, "no idx_blob key", fmt.Sprintf("%x -> %x", k, v))
-			}
-			return nil
-		})
-		if n != len(keyed) {
-			var missing []uint64
-			for h, seq := range keyed {
-				if idx.Get(h[:]) == nil {
-					missing = append(missing, seq)
-				}
-			}
-			slices.Sort(missing)
-			for _, seq := range missing {
-				c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("idx_blob %s -> %d", c.named[seq], seq), "absent")
-			}
-		}
-	}
-	c.checkSnapshotBlobs(func(h entry.Hash) bool { _, ok := keyed[h]; return ok })
+// blobWalk walks the blobs bucket of formats 5 and 6 (keyed by seq) beside the
+// entries, a merge join: the blob under seq must hash to the SHA-256
+// entry seq names, and idx_blob must map that SHA-256 to seq — or to the
+// one earlier key holding the same bytes.
+type blobWalk struct {
+	b, idx  *bolt.Bucket
+	cur     *bolt.Cursor
+	k, v    []byte
+	started bool
+	indexed int // blobs idx_blob maps rightly
+	wrong   bool
+	// The few blobs idx_blob does not map to their key (each reported):
+	// sha256 -> key.
+	unindexed map[entry.Hash]uint64
+	reported  map[entry.Hash]bool // idx_blob keys already reported
 }
 
-// checkTiles compares the tiles bucket with the tiles of the stored hashes
-// recomputed from the entries: each tile holds exactly the hashes of its
-// level that the tree of c.n leaves has, and no other key is present. A
-// finding names the first entry under the first hash that differs (for a
-// missing tile, the first entry the tile covers).
-func (c *checker) checkTiles(b *bolt.Bucket) {
-	want := map[string][]byte{}
-	count := tlog.StoredHashCount(c.n)
-	for x := int64(0); x < count; x++ {
-		level, n := tlog.SplitStoredHashIndex(x)
-		if level%tileHeight == 0 {
-			k := string(tileKey(level/tileHeight, n>>tileHeight))
-			h := c.tree[x]
-			want[k] = append(want[k], h[:]...)
-		}
+// next moves to the next blob.
+func (w *blobWalk) next() {
+	if !w.started {
+		w.k, w.v = w.cur.First()
+		w.started = true
+		return
 	}
-	if c.version >= 5 { // full level-0 tiles are not stored
-		for k, w := range want {
-			if k[0] == 0 && len(w) == tlog.HashSize<<tileHeight {
-				delete(want, k)
-			}
-		}
+	w.k, w.v = w.cur.Next()
+}
+
+// blobAt checks the blobs stored up to seq, the key of an entry naming
+// sum (nil: the entry names no blob or does not decode). Blobs under keys
+// before seq that were not matched to their entry are orphans.
+func (c *checker) blobAt(seq uint64, sum *entry.Hash) {
+	w := c.blobs
+	if w == nil {
+		return
 	}
-	first := func(k []byte) uint64 {
-		if len(k) != 9 || k[0] >= 8 {
-			return 0
-		}
-		return binary.BigEndian.Uint64(k[1:])<<(tileHeight*(uint64(k[0])+1)) + 1
+	if !w.started {
+		w.next()
 	}
-	b.ForEach(func(k, v []byte) error {
-		w, ok := want[string(k)]
-		switch {
-		case v == nil || len(k) != 9:
-			c.add(0, ledger.FindUnknownKey, "9-byte tile key", fmt.Sprintf("key %x", k))
-		case !ok:
-			c.add(0, ledger.FindTreeExtra, fmt.Sprintf("%d stored hashes", count), fmt.Sprintf("tile %x", k))
-		case !bytes.Equal(v, w):
-			// Name the entry under the first hash that differs.
-			i := 0
-			for i < len(v) && i < len(w) && v[i] == w[i] {
-				i++
-			}
-			at := first(k)
-			if at > 0 {
-				at += uint64(i/tlog.HashSize) << (tileHeight * uint64(k[0]))
-			}
-			c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
+	for w.k != nil {
+		if len(w.k) != 8 || w.v == nil {
+			c.add(0, ledger.FindUnknownKey, "8-byte blob key", fmt.Sprintf("%x", w.k))
+			w.next()
+			continue
+		}
+		at := binary.BigEndian.Uint64(w.k)
+		if at > seq {
+			return
+		}
+		if at < seq || sum == nil {
+			c.add(at, ledger.FindBlobOrphan, "a referring entry", fmt.Sprintf("blob under seq %d", at))
+		} else {
+			c.storedBlob(seq, *sum, w.v)
+		}
+		w.next()
+	}
+}
+
+// blobsAfter reports the blobs under keys after the last entry.
+func (c *checker) blobsAfter() {
+	if c.blobs != nil {
+		c.blobAt(^uint64(0), nil)
+	}
+}
+
+// storedBlob checks the blob v stored under seq, whose entry names sum.
+func (c *checker) storedBlob(seq uint64, sum entry.Hash, v []byte) {
+	w := c.blobs
+	if got := entry.Sum256(v); got != sum {
+		// Damaged bytes: one finding; idx_blob still rightly names seq.
+		c.add(seq, ledger.FindBlobHash, sum.String(), got.String())
+	}
+	if w.idx == nil {
+		return
+	}
+	iv := w.idx.Get(sum[:])
+	switch {
+	case bytes.Equal(iv, be64(seq)):
+		w.indexed++
+		return
+	case iv == nil:
+		c.add(seq, ledger.FindIndexMissing, fmt.Sprintf("idx_blob %s -> %d", sum, seq), "absent")
+	case len(iv) == 8 && c.blobNamed(seqOf(iv), sum):
+		// The same bytes are stored under the key idx_blob names too.
+		c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", sum, seqOf(iv)), fmt.Sprintf("again under seq %d", seq))
+		return
+	default:
+		c.add(seqOf(iv), ledger.FindIndexExtra, "no idx_blob key", fmt.Sprintf("%x -> %x", sum[:], iv))
+		if w.reported == nil {
+			w.reported = map[entry.Hash]bool{}
+		}
+		w.reported[sum] = true
+	}
+	w.wrong = true
+	if w.unindexed == nil {
+		w.unindexed = map[entry.Hash]uint64{}
+	}
+	if _, ok := w.unindexed[sum]; !ok {
+		w.unindexed[sum] = seq
+	}
+}
+
+// blobNamed reports whether a blob is stored under seq and entry seq names
+// sum (its bytes are checked where the walk meets it).
+func (c *checker) blobNamed(seq uint64, sum entry.Hash) bool {
+	if c.blobs.b.Get(be64(seq)) == nil {
+		return false
+	}
+	e, err := c.entry(seq)
+	if err != nil {
+		return false
+	}
+	s := e.Blob()
+	return s != nil && *s == sum
+}
+
+// stored reports whether a file of format 5 or 6 holds the bytes sum under the key of an
+// entry naming them.
+func (c *checker) stored(sum entry.Hash) bool {
+	w := c.blobs
+	if _, ok := w.unindexed[sum]; ok {
+		return true
+	}
+	if w.idx == nil {
+		return false
+	}
+	iv := w.idx.Get(sum[:])
+	return len(iv) == 8 && c.blobNamed(seqOf(iv), sum)
+}
+
+// checkIdxBlob reports the idx_blob keys no stored blob implies. Each
+// stored blob was looked up during the walk, so when the count is the
+// number found rightly mapped and none was wrong, there is none.
+func (c *checker) checkIdxBlob() {
+	w := c.blobs
+	if w.idx == nil || (!w.wrong && w.idx.Stats().KeyN == w.indexed) {
+		return
+	}
+	w.idx.ForEach(func(k, v []byte) error {
+		var h entry.Hash
+		copy(h[:], k)
+		if len(k) == 32 && w.reported[h] {
+			return nil
+		}
+		if len(k) != 32 || len(v) != 8 || !c.blobNamed(seqOf(v), h) {
+			c.add(seqOf(v), ledger.FindIndexExtra, "no idx_blob key", fmt.Sprintf("%x -> %x", k, v))
 		}
 		return nil
 	})
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if b.Get([]byte(k)) == nil {
-			c.add(first([]byte(k)), ledger.FindTreeHash, fmt.Sprintf("tile %x", k), "absent")
-		}
-	}
 }
 
 func seqOf(v []byte) uint64 {
