@@ -219,6 +219,24 @@ func (p *jsonReader) carveStrings(s []string) []string {
 }
 
 // space skips JSON white space, counting lines.
+// separator reads what follows a member or item: done at close (the end
+// of its object or array), not done at a comma; ok is false otherwise.
+func (p *jsonReader) separator(close byte) (done, ok bool) {
+	p.space()
+	if p.pos >= len(p.src) {
+		return false, false
+	}
+	c := p.src[p.pos]
+	p.pos++
+	switch c {
+	case close:
+		return true, true
+	case ',':
+		return false, true
+	}
+	return false, false
+}
+
 func (p *jsonReader) space() {
 	for p.pos < len(p.src) {
 		switch p.src[p.pos] {
@@ -473,17 +491,12 @@ func (p *jsonReader) array(n *node, depth int) bool {
 			return false
 		}
 		p.stack = append(p.stack, v)
-		p.space()
-		if p.pos >= len(p.src) {
+		done, ok := p.separator(']')
+		if !ok {
 			return false
 		}
-		c := p.src[p.pos]
-		p.pos++
-		if c == ']' {
+		if done {
 			break
-		}
-		if c != ',' {
-			return false
 		}
 	}
 	n.items = p.carveNodes(p.stack[base:])
@@ -544,17 +557,12 @@ func (p *jsonReader) object(n *node, depth int) bool {
 		}
 		p.names = append(p.names, k)
 		p.stack = append(p.stack, v)
-		p.space()
-		if p.pos >= len(p.src) {
+		done, ok := p.separator('}')
+		if !ok {
 			return false
 		}
-		c := p.src[p.pos]
-		p.pos++
-		if c == '}' {
+		if done {
 			break
-		}
-		if c != ',' {
-			return false
 		}
 	}
 	m := len(p.stack) - base

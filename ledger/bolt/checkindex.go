@@ -203,16 +203,7 @@ func (c *checker) locateIndex(name []byte, b *bolt.Bucket) {
 // seq; buf is scratch space, returned for reuse.
 func listed(c *bolt.Cursor, buf []uint64, prefix []byte, seq uint64) ([]uint64, bool) {
 	want := len(prefix) + 8
-	var v []byte
-	k, _ := c.Seek(cat(prefix, be64(seq+1)))
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	for k != nil && bytes.HasPrefix(k, prefix) && len(k) != want {
-		k, v = c.Prev()
-	}
+	k, v := recordAtOrBefore(c, prefix, seq)
 	if k == nil || len(k) != want || !bytes.HasPrefix(k, prefix) {
 		return buf, false
 	}

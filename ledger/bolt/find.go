@@ -123,6 +123,23 @@ func (v *view) findLimited(ctx context.Context, q ledger.Query) ([]uint64, error
 	return out, nil
 }
 
+// recordAtOrBefore moves c to the last index record of prefix whose
+// first seq is at most seq and returns it; the key returned may be of
+// another prefix (or nil) when there is none. Keys of prefix of another
+// length (a longer decision sharing it) are passed over.
+func recordAtOrBefore(c cursor, prefix []byte, seq uint64) (k, v []byte) {
+	want := len(prefix) + 8
+	if k, _ = c.Seek(cat(prefix, be64(seq+1))); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for k != nil && bytes.HasPrefix(k, prefix) && len(k) != want {
+		k, v = c.Prev()
+	}
+	return k, v
+}
+
 // walkPrefix confirms, in seq order (descending when newest), the seqs
 // lo..hi of the index records of prefix (see maxPostings) in bucket name.
 // It starts at the last record beginning at or before the bound (lo, or
@@ -135,16 +152,7 @@ func walkPrefix(c cursor, name, prefix []byte, lo, hi uint64, newest bool, confi
 	if newest {
 		bound = hi
 	}
-	var v []byte
-	k, _ := c.Seek(cat(prefix, be64(bound+1)))
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	for k != nil && bytes.HasPrefix(k, prefix) && len(k) != want {
-		k, v = c.Prev()
-	}
+	k, v := recordAtOrBefore(c, prefix, bound)
 	step := c.Next
 	if newest {
 		step = c.Prev

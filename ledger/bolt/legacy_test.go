@@ -446,6 +446,66 @@ func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
 	return out.Bytes()
 }
 
+// upgradeCompared opens the file at path, of format v, read-only — Check
+// finds nothing, and the file's bytes do not change — then writable with
+// o, which upgrades it, and compares the roots and proofs, the entries,
+// payloads and Find answers, and the table answers with the read-only
+// ones. It returns the upgraded ledger and the read-only answers.
+func upgradeCompared(t *testing.T, path string, v uint64, o *bolt.Options) (w *ledger.Ledger, wantLedger, wantIdx []byte) {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only Open of a format %d file = %v", v, err)
+	}
+	wantTree, wantLedger, wantIdx := treeAnswers(t, r), ledgerAnswers(t, r), indexAnswers(t, r)
+	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
+		t.Errorf("Check of a format %d file = %v, %v", v, fs, err)
+	}
+	r.Close()
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) || fileVersion(t, path) != v {
+		t.Fatalf("read-only use changed the format %d file", v)
+	}
+	if w, err = bolt.Open(path, o); err != nil {
+		t.Fatalf("writable Open of a format %d file = %v", v, err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if got := treeAnswers(t, w); !bytes.Equal(got, wantTree) {
+		t.Errorf("upgraded file: roots and proofs differ from the format %d file's", v)
+	}
+	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
+		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format %d file's", v)
+	}
+	if got := indexAnswers(t, w); !bytes.Equal(got, wantIdx) {
+		t.Errorf("upgraded file: table answers differ from the format %d file's:\n%s\nwant\n%s", v, got, wantIdx)
+	}
+	return w, wantLedger, wantIdx
+}
+
+// closeUpgraded closes w, an upgraded ledger, checks that its file has the
+// current format and passes Check, and returns its path and the file
+// opened read-only with bbolt, to look at the layout.
+func closeUpgraded(t *testing.T, w *ledger.Ledger) (string, *bbolt.DB) {
+	t.Helper()
+	path := w.Path()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := fileVersion(t, path); v != bolt.FormatVersion {
+		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
+	}
+	bolttest.MustCheck(t, path)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return path, db
+}
+
 // TestUpgradeFormat4: a format 4 file written by the format 4 driver reads
 // as it is when opened read-only (Check finds nothing; the file's bytes do
 // not change), and a writable Open upgrades it to format 5: the head,
@@ -454,36 +514,9 @@ func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
 // passes, appends work, and a redaction still erases the payload's bytes
 // from the file.
 func TestUpgradeFormat4(t *testing.T) {
-	path := format4Fixture(t)
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("read-only Open of a format 4 file = %v", err)
-	}
-	wantTree, wantLedger := treeAnswers(t, r), ledgerAnswers(t, r)
-	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
-		t.Errorf("Check of a format 4 file = %v, %v", fs, err)
-	}
+	w, wantLedger, _ := upgradeCompared(t, format4Fixture(t), 4, nil)
 	if !bytes.Contains(wantLedger, []byte(`blob "secret payload"`)) || !bytes.Contains(wantLedger, []byte("blob redacted")) {
-		t.Fatalf("the fixture lacks the redacted and re-stored payload: the test below proves less than it says")
-	}
-	r.Close()
-	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) || fileVersion(t, path) != 4 {
-		t.Fatalf("read-only use changed the format 4 file")
-	}
-
-	w, err := bolt.Open(path, nil)
-	if err != nil {
-		t.Fatalf("writable Open of a format 4 file = %v", err)
-	}
-	if got := treeAnswers(t, w); !bytes.Equal(got, wantTree) {
-		t.Errorf("upgraded file: roots and proofs differ from the format 4 file's")
-	}
-	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
-		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format 4 file's")
+		t.Fatalf("the fixture lacks the redacted and re-stored payload: the test proves less than it says")
 	}
 	a := bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: "after", Source: "agent-1", Target: "agent-2", Payload: []byte("after the upgrade")})
 	again, err := w.Find(ledger.Query{HandoffID: "h-0250"}) // "secret payload" stored again
@@ -496,12 +529,7 @@ func TestUpgradeFormat4(t *testing.T) {
 	if b, err := w.Blob(*a.Entry.PayloadSHA256); err != nil || string(b) != "after the upgrade" {
 		t.Errorf("Blob of an entry appended after the upgrade = %q, %v", b, err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v := fileVersion(t, path); v != bolt.FormatVersion {
-		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
-	}
+	path, db := closeUpgraded(t, w)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -510,12 +538,6 @@ func TestUpgradeFormat4(t *testing.T) {
 		t.Errorf("after the redaction: file holds the erased payload %t (want false), the last one %t (want true)",
 			bytes.Contains(raw, []byte("secret payload")), bytes.Contains(raw, []byte("after the upgrade")))
 	}
-	bolttest.MustCheck(t, path)
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	db.View(func(tx *bbolt.Tx) error {
 		n := 0
 		tx.Bucket([]byte("blobs")).ForEach(func(k, _ []byte) error {
@@ -678,41 +700,11 @@ func indexAnswers(t *testing.T, l *ledger.Ledger) []byte {
 // answer and table answer are byte-identical before and after, the
 // indexes are index records, Check passes and appends work.
 func TestUpgradeFormat5(t *testing.T) {
-	path := format5Fixture(t)
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("read-only Open of a format 5 file = %v", err)
-	}
-	wantTree, wantLedger, wantIdx := treeAnswers(t, r), ledgerAnswers(t, r), indexAnswers(t, r)
-	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
-		t.Errorf("Check of a format 5 file = %v, %v", fs, err)
-	}
+	w, wantLedger, wantIdx := upgradeCompared(t, format5Fixture(t), 5, &bolt.Options{IndexBatch: 16})
 	for _, want := range []string{"accepted h-0000 true", "idempotent idem-3 true", `blob "secret payload"`} {
 		if !bytes.Contains(append(wantLedger, wantIdx...), []byte(want)) {
-			t.Fatalf("the fixture's answers lack %q: the test below proves less than it says", want)
+			t.Fatalf("the fixture's answers lack %q: the test proves less than it says", want)
 		}
-	}
-	r.Close()
-	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) || fileVersion(t, path) != 5 {
-		t.Fatalf("read-only use changed the format 5 file")
-	}
-
-	w, err := bolt.Open(path, &bolt.Options{IndexBatch: 16})
-	if err != nil {
-		t.Fatalf("writable Open of a format 5 file = %v", err)
-	}
-	if got := treeAnswers(t, w); !bytes.Equal(got, wantTree) {
-		t.Errorf("upgraded file: roots and proofs differ from the format 5 file's")
-	}
-	if got := ledgerAnswers(t, w); !bytes.Equal(got, wantLedger) {
-		t.Errorf("upgraded file: entries, payloads or Find answers differ from the format 5 file's")
-	}
-	if got := indexAnswers(t, w); !bytes.Equal(got, wantIdx) {
-		t.Errorf("upgraded file: index or table answers differ from the format 5 file's:\n%s\nwant\n%s", got, wantIdx)
 	}
 	for i := range 40 {
 		bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: fmt.Sprintf("after-%d", i), Source: "agent-1", Target: "agent-2", NoSnapshots: true})
@@ -720,18 +712,7 @@ func TestUpgradeFormat5(t *testing.T) {
 	if got, err := w.Find(ledger.Query{Agent: "agent-1", Newest: true, Limit: 3}); err != nil || len(got) != 3 {
 		t.Errorf("Find after the upgrade = %v, %v", got, err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v := fileVersion(t, path); v != bolt.FormatVersion {
-		t.Errorf("upgraded file has version %d, want %d", v, bolt.FormatVersion)
-	}
-	bolttest.MustCheck(t, path)
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	_, db := closeUpgraded(t, w)
 	db.View(func(tx *bbolt.Tx) error {
 		if n := tx.Bucket([]byte("idx_agent")).Stats().KeyN; n > 60 {
 			t.Errorf("idx_agent holds %d keys: not index records", n)
