@@ -384,24 +384,7 @@ func TestUpgradeRefusesABadTree(t *testing.T) {
 // payload stored again by a later handoff; then compacted.
 func format4Fixture(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open("testdata/format4.db.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "format4.db")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return unpackFixture(t, "testdata/format4.db.gz")
 }
 
 // ledgerAnswers returns, encoded, what a reader sees of the whole ledger:
@@ -625,6 +608,7 @@ func format5Fixture(t *testing.T) string {
 	return unpackFixture(t, "testdata/format5.db.gz")
 }
 
+// unpackFixture copies the gzipped file name, unpacked, into t.TempDir().
 func unpackFixture(t *testing.T, name string) string {
 	t.Helper()
 	f, err := os.Open(name)
