@@ -28,6 +28,7 @@ package bolt
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -459,7 +460,8 @@ func checkMeta(tx *bolt.Tx) (origin string, err error) {
 // idx_accepted and idx_idempotency rekeyed without the payload
 // (rekeyAccepts), and their time index dropped (the entries are their
 // own, see timeBounds); each is checked against the entries before and
-// after.
+// after, and the whole store check (Check) runs on the upgraded file
+// before it commits.
 // Any difference fails the upgrade and the file is unchanged.
 func (d *Driver) upgrade() (err error) {
 	current := false
@@ -515,7 +517,22 @@ func (d *Driver) upgrade() (err error) {
 		if err := m.Put(metaIndexed, be64(head)); err != nil {
 			return err
 		}
-		return m.Put(metaVersion, be64(FormatVersion))
+		if err := m.Put(metaVersion, be64(FormatVersion)); err != nil {
+			return err
+		}
+		// The whole store check on the upgraded file, before it commits:
+		// what the steps above do not compare (the accepted and
+		// idempotency tables against the first uses the fold finds, the
+		// tables against the entries) is compared here.
+		c := &checker{ctx: context.Background(), tx: tx}
+		if err := c.run(); err != nil {
+			return err
+		}
+		if len(c.findings) > 0 {
+			f := c.findings[0]
+			return fmt.Errorf("%w: the upgraded file fails its check: seq %d: %s: want %s, got %s (%d findings)", ledger.ErrCorrupt, f.Seq, f.Kind, f.Want, f.Got, len(c.findings))
+		}
+		return nil
 	})
 }
 

@@ -2,11 +2,14 @@ package bolt_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
@@ -143,4 +146,38 @@ func testFindPaging(t *testing.T, batch int) {
 		}
 	}
 	t.Logf("%d queries checked against the brute-force answer", cases)
+}
+
+// TestFindListedTwice: in a damaged file whose records of a prefix overlap
+// (a seq listed by two of them), Find still answers each seq once, with
+// and without Limit.
+func TestFindListedTwice(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.db")
+	l, err := bolt.Open(path, &bolt.Options{IndexBatch: 1, Origin: "test.example/twice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for i := range 4 {
+		a := bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: fmt.Sprintf("h-%d", i), Source: "a", Target: "b"})
+		seqs = append(seqs, a.Entry.Seq)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The record of seqs[1] lists seqs[2] too, which its own record lists.
+	prefix := binary.BigEndian.AppendUint64(nil, xxhash.Sum64String("a"))
+	if err := bolttest.InsertKey(path, "idx_agent", append(prefix, bolttest.SeqKey(seqs[1])...), binary.AppendUvarint(nil, seqs[2]-seqs[1])); err != nil {
+		t.Fatal(err)
+	}
+	r, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, q := range []ledger.Query{{Agent: "a"}, {Agent: "a", Limit: 10}, {Agent: "a", Limit: 10, Newest: true}} {
+		if got, err := r.Find(q); err != nil || !slices.Equal(got, seqs) {
+			t.Errorf("Find(%+v) = %v, %v; want %v", q, got, err, seqs)
+		}
+	}
 }

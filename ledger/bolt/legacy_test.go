@@ -727,6 +727,10 @@ func TestUpgradeRefusesFormat5(t *testing.T) {
 			return bolttest.InsertKey(p, "idx_decision", append([]byte("accepted"), bolttest.SeqKey(3)...), []byte{1})
 		}},
 		{"edited-idx_accepted", func(p string) error { return bolttest.EditIndex(p, "idx_accepted", 5, 6) }},
+		{"deleted-idx_accepted-row", func(p string) error { // a first acceptance with no row
+			k := entry.Sum256([]byte("h-0000"))
+			return bolttest.DeleteKey(p, "idx_accepted", k[:])
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := format5Fixture(t)

@@ -441,10 +441,12 @@ func (v *view) Find(ctx context.Context, q ledger.Query) (out []uint64, err erro
 					}
 				}
 			}
+			// Records of a prefix list increasing seqs and never overlap:
+			// only a damaged file lists one out of order or twice.
 			if !slices.IsSorted(cands) {
-				slices.Sort(cands) // records of a prefix are in seq order: only a hostile file
-				cands = slices.Compact(cands)
+				slices.Sort(cands)
 			}
+			cands = slices.Compact(cands)
 			// Entries beyond meta "indexed" have no index keys yet: every
 			// one is a candidate, confirmed below like the others.
 			if err := stored(max(lo, indexed+1), hi); err != nil {

@@ -191,6 +191,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := seqL.Close(); err != nil {
 		return nil, err
 	}
+	if err := concL.Close(); err != nil {
+		return nil, err
+	}
 
 	// 4. Verify a ledger against a raw scan of the same documents that
 	// SHA-256s each value.
@@ -432,7 +435,7 @@ func record(ctx context.Context, l *ledger.Ledger, cfg *govern.Config, docs [][]
 						} else {
 							res.Rejected++
 							if res.Rejected == 1 {
-								firstErr = fmt.Errorf("bench: document %d rejected: %v", i, out.Decision.Reasons)
+								firstErr = fmt.Errorf("bench: document %d rejected: %v", base+i, out.Decision.Reasons)
 							}
 						}
 						mu.Unlock()
