@@ -352,3 +352,50 @@ func FuzzVerifyLedgerFile(f *testing.F) {
 		}
 	})
 }
+
+// TestBlobAsReadersReachIt: a payload whose bytes are still stored but
+// which readers no longer reach by its hash (its idx_blob row deleted, or
+// pointing at another entry's blob) is missing to the chain-only replay,
+// as it is to show and export.
+func TestBlobAsReadersReachIt(t *testing.T) {
+	f := buildLedger(t)
+	var sum entry.Hash
+	func() {
+		l, err := bolt.Open(f.path, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		e, _, err := l.Get(9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum = *e.PayloadSHA256
+	}()
+	for _, tt := range []struct {
+		name   string
+		tamper func(p string) error
+		kind   string
+	}{
+		{"deleted-idx_blob-row-@9", func(p string) error { return bolttest.DeleteKey(p, "idx_blob", sum[:]) }, verify.KindPayloadMissing},
+		{"idx_blob-row-@9-to-@3", func(p string) error { return bolttest.InsertKey(p, "idx_blob", sum[:], bolttest.SeqKey(3)) }, verify.KindPayload},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := bolttest.CopyFile(t, f.path)
+			if err := tt.tamper(p); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := flippedReport(t, p, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, x := range rep.Findings {
+				found = found || x.Seq == 9 && x.Kind == tt.kind
+			}
+			if !found {
+				t.Errorf("chain-only findings %v, want %s at 9", rep.Findings, tt.kind)
+			}
+		})
+	}
+}
