@@ -97,6 +97,16 @@ type View interface {
 	Close() error
 }
 
+// A BlobScanner is a View that stores each blob under the seq of the
+// first entry naming it, and can deliver it beside that entry in one pass
+// over both (Ledger.ScanBlobs), where a Blob lookup per entry would search
+// by hash. blob is nil for an entry that stored none; raw and blob are
+// valid only during the call. The blob is what is stored: the reader
+// checks it against the hash its entry names.
+type BlobScanner interface {
+	ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, raw, blob []byte) error) error
+}
+
 // A Batch is one commit: entries At.Seq+1 … Head.Seq, chained to At.Hash,
 // with everything the driver stores beside them, all or nothing.
 type Batch struct {

@@ -72,10 +72,24 @@ var errChunk = errors.New("chunk full")
 // fn or ctx. It does not decode or check the bytes (see verify); a damaged
 // store gives a *RecordError wrapping ErrCorrupt.
 func (l *Ledger) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []byte) error) error {
+	return l.scan(ctx, from, false, func(seq uint64, raw, _ []byte) error { return fn(seq, raw) })
+}
+
+// ScanBlobs is Scan, with each entry's bytes the blob stored under the
+// entry's own seq, when the driver keeps blobs so (a BlobScanner; nil
+// otherwise, and for an entry that stored none). It is the blob of the
+// first entry to name it, which a reader must still check against the
+// hash its entry names; a blob stored earlier (the same bytes named again)
+// or elsewhere is read with Blob.
+func (l *Ledger) ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, raw, blob []byte) error) error {
+	return l.scan(ctx, from, true, fn)
+}
+
+func (l *Ledger) scan(ctx context.Context, from uint64, blobs bool, fn func(seq uint64, raw, blob []byte) error) error {
 	const maxCount, maxBytes = 512, 4 << 20
 	type kv struct {
-		seq uint64
-		raw []byte
+		seq       uint64
+		raw, blob []byte
 	}
 	next := from
 	for {
@@ -86,15 +100,21 @@ func (l *Ledger) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw 
 		size := 0
 		done := true
 		err := l.view(ctx, func(v View) error {
-			err := v.Scan(ctx, next, func(seq uint64, raw []byte) error {
+			add := func(seq uint64, raw, blob []byte) error {
 				if len(chunk) == maxCount || size >= maxBytes {
 					done = false
 					return errChunk
 				}
-				chunk = append(chunk, kv{seq, clone(raw)})
-				size += len(raw)
+				chunk = append(chunk, kv{seq, clone(raw), clone(blob)})
+				size += len(raw) + len(blob)
 				return nil
-			})
+			}
+			var err error
+			if bs, ok := v.(BlobScanner); ok && blobs {
+				err = bs.ScanBlobs(ctx, next, add)
+			} else {
+				err = v.Scan(ctx, next, func(seq uint64, raw []byte) error { return add(seq, raw, nil) })
+			}
 			if err == errChunk {
 				err = nil
 			}
@@ -104,7 +124,7 @@ func (l *Ledger) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw 
 			return err
 		}
 		for _, x := range chunk {
-			if err := fn(x.seq, x.raw); err != nil {
+			if err := fn(x.seq, x.raw, x.blob); err != nil {
 				return err
 			}
 		}

@@ -39,6 +39,7 @@ type job struct {
 	line    lineBlob
 	hasLine bool
 	blobRes blobFetch
+	stored  []byte // fromSource: the blob stored under seq, if any (seqBlobSource)
 
 	// Prepared.
 	decoded bool
@@ -107,6 +108,13 @@ type blobVerdict struct {
 // ledger.ErrCorrupt otherwise). Their Entries delivers a copy of the
 // stored bytes that stays valid.
 type concurrentSource interface{ concurrentBlob() }
+
+// seqBlobSource is implemented by concurrent sources that deliver, with
+// an entry, the blob stored under its seq (a ledger whose driver keys
+// blobs so): storedBlob returns it for the entry being delivered, or nil.
+type seqBlobSource interface {
+	storedBlob() []byte
+}
 
 // replayScope is implemented by sources that hold resources for the
 // length of a Replay (a ledger's shared view).
@@ -186,6 +194,9 @@ func newPipeline(r *replayer, workers, size int) *pipeline {
 	switch src := r.src.(type) {
 	case concurrentSource:
 		p.where = func(*job) {}
+		if sb, ok := src.(seqBlobSource); ok {
+			p.where = func(j *job) { j.stored = sb.storedBlob() }
+		}
 		p.owned = true
 	case lineSource:
 		p.where = func(j *job) {
@@ -412,7 +423,14 @@ func (r *replayer) checkBlob(j *job, kind string, sum entry.Hash, size int64) (o
 	case fromPrefetch:
 		b, err = j.blobRes.b, j.blobRes.err
 	default:
-		b, err = r.src.Blob(sum)
+		// The blob stored under the entry's own seq, read beside it, is
+		// the one it names when it hashes so (the first entry to name a
+		// blob stores it); otherwise the source looks it up by hash.
+		if j.stored != nil && entry.Sum256(j.stored) == sum {
+			b = j.stored
+		} else {
+			b, err = r.src.Blob(sum)
+		}
 	}
 	_, checked := r.src.(concurrentSource)
 	j.blob = judgeBlob(j.seq, kind, sum, size, b, err, checked && j.from == fromSource)

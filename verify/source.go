@@ -57,7 +57,16 @@ type ledgerSource struct {
 	mu     sync.Mutex
 	shared bool
 	cur    *lentView
+
+	// blob is the blob stored under the seq of the entry being delivered
+	// (Ledger.ScanBlobs), nil when none is: a copy that stays valid.
+	blob []byte
 }
+
+// storedBlob returns the blob stored under the seq of the entry being
+// delivered, nil when none is. Replay uses it when it hashes to the sum
+// the entry names, and asks Blob otherwise.
+func (s *ledgerSource) storedBlob() []byte { return s.blob }
 
 // viewReads is how many blobs one shared view serves: enough to spread
 // the cost of opening it, few enough that no read transaction lives long
@@ -133,9 +142,11 @@ func (s *ledgerSource) giveBack(lv *lentView) {
 func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []byte) error) error {
 	var next uint64
 	var fnErr error
-	err := s.l.Scan(ctx, 0, func(seq uint64, raw []byte) error {
+	err := s.l.ScanBlobs(ctx, 0, func(seq uint64, raw, blob []byte) error {
 		next = seq + 1
+		s.blob = blob
 		fnErr = fn(seq, raw)
+		s.blob = nil
 		return fnErr
 	})
 	if err == nil || fnErr != nil || !errors.Is(err, ledger.ErrCorrupt) {

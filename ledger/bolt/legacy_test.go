@@ -741,3 +741,70 @@ func TestUpgradeRefusesFormat5(t *testing.T) {
 		})
 	}
 }
+
+// TestScanBlobs: ScanBlobs delivers beside an entry the blob stored under
+// its seq — each blob still stored exactly once, beside an entry naming
+// it, whatever the dedupe and the redactions of the fixture — and nil for
+// every entry of a format 4 file, whose blobs are keyed by hash.
+func TestScanBlobs(t *testing.T) {
+	path := format4Fixture(t)
+	scan := func(l *ledger.Ledger) (delivered map[entry.Hash]int, named map[entry.Hash]bool) {
+		delivered, named = map[entry.Hash]int{}, map[entry.Hash]bool{}
+		err := l.ScanBlobs(context.Background(), 1, func(seq uint64, raw, blob []byte) error {
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return err
+			}
+			sum := e.Blob()
+			if sum != nil {
+				named[*sum] = true
+			}
+			if blob == nil {
+				return nil
+			}
+			if sum == nil || entry.Sum256(blob) != *sum {
+				return fmt.Errorf("entry %d: a blob beside it that it does not name", seq)
+			}
+			delivered[*sum]++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return delivered, named
+	}
+	ro, err := bolt.Open(path, &bolt.Options{ReadOnly: true, NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := scan(ro); len(d) != 0 {
+		t.Errorf("format 4: %d blobs delivered, want none", len(d))
+	}
+	ro.Close()
+	l, err := bolt.Open(path, nil) // upgraded to the current format
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	delivered, named := scan(l)
+	stored := 0
+	for sum := range named {
+		_, err := l.Blob(sum)
+		switch {
+		case err == nil:
+			stored++
+			if delivered[sum] != 1 {
+				t.Errorf("blob %s delivered %d times, want once", sum, delivered[sum])
+			}
+		case errors.Is(err, ledger.ErrRedacted) || errors.Is(err, ledger.ErrNotFound):
+			if delivered[sum] != 0 {
+				t.Errorf("blob %s (%v) delivered %d times", sum, err, delivered[sum])
+			}
+		default:
+			t.Fatal(err)
+		}
+	}
+	if stored < 250 || stored == len(named) {
+		t.Errorf("%d of %d blobs stored: the fixture has shared and redacted payloads", stored, len(named))
+	}
+}

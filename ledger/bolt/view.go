@@ -349,6 +349,32 @@ func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []
 	})
 }
 
+// ScanBlobs implements ledger.BlobScanner: Scan, with a cursor on the
+// blobs bucket moving beside the entries' (from format 5 on, a blob's key
+// is the seq of the entry that stored it). Before format 5 every blob is
+// nil. A blobs key with no entry is passed over (Check reports it).
+func (v *view) ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, raw, blob []byte) error) error {
+	if v.idxBlob == nil {
+		return v.Scan(ctx, from, func(seq uint64, raw []byte) error { return fn(seq, raw, nil) })
+	}
+	var bc cursor
+	var bk, bv []byte
+	return v.Scan(ctx, from, func(seq uint64, raw []byte) error {
+		key := be64(seq)
+		if bc == nil {
+			bc = v.blobs.Cursor()
+			bk, bv = bc.Seek(key)
+		}
+		for bk != nil && bytes.Compare(bk, key) < 0 {
+			bk, bv = bc.Next()
+		}
+		if bk != nil && bytes.Equal(bk, key) {
+			return fn(seq, raw, bv)
+		}
+		return fn(seq, raw, nil)
+	})
+}
+
 func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 	err = v.do(func() error {
 		key := sum[:] // formats 1-4
