@@ -103,8 +103,16 @@ type View interface {
 // by hash. blob is nil for an entry that stored none; raw and blob are
 // valid only during the call. The blob is what is stored: the reader
 // checks it against the hash its entry names.
+//
+// A blob delivered so is the one Blob(sum) answers only if BlobSeq(sum)
+// names the entry it was delivered with: a reader must ask, or it would
+// take bytes that readers by hash no longer reach (a damaged or
+// half-erased index) for the blob.
 type BlobScanner interface {
 	ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, raw, blob []byte) error) error
+	// BlobSeq returns the seq whose stored blob Blob(sum) reads; ok is
+	// false when Blob(sum) reads none by a seq.
+	BlobSeq(sum entry.Hash) (seq uint64, ok bool, err error)
 }
 
 // A Batch is one commit: entries At.Seq+1 … Head.Seq, chained to At.Hash,

@@ -114,6 +114,9 @@ type concurrentSource interface{ concurrentBlob() }
 // blobs so): storedBlob returns it for the entry being delivered, or nil.
 type seqBlobSource interface {
 	storedBlob() []byte
+	// reaches reports whether the source's Blob(sum) reads the blob
+	// stored under seq.
+	reaches(sum entry.Hash, seq uint64) bool
 }
 
 // replayScope is implemented by sources that hold resources for the
@@ -425,8 +428,10 @@ func (r *replayer) checkBlob(j *job, kind string, sum entry.Hash, size int64) (o
 	default:
 		// The blob stored under the entry's own seq, read beside it, is
 		// the one it names when it hashes so (the first entry to name a
-		// blob stores it); otherwise the source looks it up by hash.
-		if j.stored != nil && entry.Sum256(j.stored) == sum {
+		// blob stores it) and readers reach it by that hash; otherwise the
+		// source looks it up by hash.
+		sb, _ := r.src.(seqBlobSource)
+		if j.stored != nil && entry.Sum256(j.stored) == sum && sb != nil && sb.reaches(sum, j.seq) {
 			b = j.stored
 		} else {
 			b, err = r.src.Blob(sum)

@@ -65,8 +65,24 @@ type ledgerSource struct {
 
 // storedBlob returns the blob stored under the seq of the entry being
 // delivered, nil when none is. Replay uses it when it hashes to the sum
-// the entry names, and asks Blob otherwise.
+// the entry names and reaches(sum, seq), and asks Blob otherwise.
 func (s *ledgerSource) storedBlob() []byte { return s.blob }
+
+// reaches reports whether Blob(sum) reads the blob stored under seq, as
+// the ledger's readers reach it: through the shared view, like Blob.
+func (s *ledgerSource) reaches(sum entry.Hash, seq uint64) bool {
+	lv := s.lend()
+	if lv == nil {
+		return false
+	}
+	defer s.giveBack(lv)
+	bs, ok := lv.v.(ledger.BlobScanner)
+	if !ok {
+		return false
+	}
+	at, ok, err := bs.BlobSeq(sum)
+	return err == nil && ok && at == seq
+}
 
 // viewReads is how many blobs one shared view serves: enough to spread
 // the cost of opening it, few enough that no read transaction lives long

@@ -375,6 +375,21 @@ func (v *view) ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, r
 	})
 }
 
+// BlobSeq implements ledger.BlobScanner: the seq idx_blob maps sum to
+// (format 5 on).
+func (v *view) BlobSeq(sum entry.Hash) (seq uint64, ok bool, err error) {
+	if v.idxBlob == nil {
+		return 0, false, nil
+	}
+	err = v.do(func() error {
+		if key := v.idxBlob.Get(sum[:]); len(key) == 8 {
+			seq, ok = binary.BigEndian.Uint64(key), true
+		}
+		return nil
+	})
+	return seq, ok, err
+}
+
 func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 	err = v.do(func() error {
 		key := sum[:] // formats 1-4
