@@ -43,6 +43,18 @@ func storedHashes(tx *bbolt.Tx) ([]tlog.Hash, error) {
 	return all, err
 }
 
+// refill replaces the bucket name of tx by a new one that put fills.
+func refill(tx *bbolt.Tx, name string, put func(b *bbolt.Bucket) error) error {
+	if err := tx.DeleteBucket([]byte(name)); err != nil {
+		return err
+	}
+	b, err := tx.CreateBucket([]byte(name))
+	if err != nil {
+		return err
+	}
+	return put(b)
+}
+
 // timeKeyV5 is the time prefix of a format 1-5 idx_time key: be64(unix
 // seconds with the sign bit flipped) || be32(nanoseconds).
 func timeKeyV5(t time.Time) []byte {
@@ -86,17 +98,15 @@ func toFormat5(t *testing.T, path string) {
 			}); err != nil {
 				return err
 			}
-			if err := tx.DeleteBucket([]byte(name)); err != nil {
-				return err
-			}
-			b, err := tx.CreateBucket([]byte(name))
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if err := b.Put(k, []byte{}); err != nil {
-					return err
+			if err := refill(tx, name, func(b *bbolt.Bucket) error {
+				for _, k := range keys {
+					if err := b.Put(k, []byte{}); err != nil {
+						return err
+					}
 				}
+				return nil
+			}); err != nil {
+				return err
 			}
 		}
 		ents := tx.Bucket([]byte("entries"))
@@ -130,17 +140,15 @@ func toFormat5(t *testing.T, path string) {
 			}); err != nil {
 				return err
 			}
-			if err := tx.DeleteBucket([]byte(name)); err != nil {
-				return err
-			}
-			b, err := tx.CreateBucket([]byte(name))
-			if err != nil {
-				return err
-			}
-			for k, v := range vals {
-				if err := b.Put([]byte(k), v); err != nil {
-					return err
+			if err := refill(tx, name, func(b *bbolt.Bucket) error {
+				for k, v := range vals {
+					if err := b.Put([]byte(k), v); err != nil {
+						return err
+					}
 				}
+				return nil
+			}); err != nil {
+				return err
 			}
 		}
 		return tx.Bucket([]byte("meta")).Put([]byte("version"), bolttest.SeqKey(5))
