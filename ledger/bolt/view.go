@@ -359,16 +359,26 @@ func (v *view) ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, r
 	}
 	var bc cursor
 	var bk, bv []byte
-	return v.Scan(ctx, from, func(seq uint64, raw []byte) error {
-		key := be64(seq)
-		if bc == nil {
-			bc = v.blobs.Cursor()
-			bk, bv = bc.Seek(key)
-		}
-		for bk != nil && bytes.Compare(bk, key) < 0 {
+	// at is the seq of the blobs key under the cursor; a key that is not
+	// 8 bytes is passed over (Check reports it).
+	at := func() uint64 {
+		for bk != nil && len(bk) != 8 {
 			bk, bv = bc.Next()
 		}
-		if bk != nil && bytes.Equal(bk, key) {
+		if bk == nil {
+			return ^uint64(0)
+		}
+		return binary.BigEndian.Uint64(bk)
+	}
+	return v.Scan(ctx, from, func(seq uint64, raw []byte) error {
+		if bc == nil {
+			bc = v.blobs.Cursor()
+			bk, bv = bc.Seek(be64(seq))
+		}
+		for bk != nil && at() < seq {
+			bk, bv = bc.Next()
+		}
+		if bk != nil && at() == seq {
 			return fn(seq, raw, bv)
 		}
 		return fn(seq, raw, nil)
