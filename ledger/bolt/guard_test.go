@@ -170,6 +170,21 @@ func (r *rawFile) path(t *testing.T, bucket string, k []byte) (ids []uint64, idx
 	}
 }
 
+// guardFile writes guardLedger's file into t.TempDir() and returns its
+// path and bytes.
+func guardFile(t *testing.T) (string, []byte) {
+	t.Helper()
+	orig, err := guardLedger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "g.db")
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, orig
+}
+
 // guardRead is a point read (or an iteration) through a guarded open.
 type guardRead struct {
 	name string
@@ -289,14 +304,7 @@ func setChild(p []byte, i int, id uint64) { binary.LittleEndian.PutUint64(elem(p
 // ErrCorrupt that names the bucket and the page. Through bbolt the cycles
 // are a fatal stack overflow or an endless loop, the far page a fault.
 func TestGuardedReadsRefuseDamagedPaths(t *testing.T) {
-	orig, err := guardLedger()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "g.db")
-	if err := os.WriteFile(path, orig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, orig := guardFile(t)
 	l, err := bolt.Open(path, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -588,14 +596,7 @@ func FuzzGuardedReads(f *testing.F) {
 // beyond the indexed entries (seen: an out-of-memory crash after one
 // random flip); Find reports the missing entries as corruption.
 func TestFindBoundedByStoredEntries(t *testing.T) {
-	orig, err := guardLedger()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "g.db")
-	if err := os.WriteFile(path, orig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path, _ := guardFile(t)
 	if err := bolttest.FlipByte(path, "meta", []byte("head"), 0); err != nil {
 		t.Fatal(err)
 	}
