@@ -255,6 +255,12 @@ func TestOperatorCSRF(t *testing.T) {
 	other := s.client()
 	other.login(pOperator)
 	otherTok := other.csrf()
+	// wrongTok differs from tok in its last character, whatever that is.
+	last := "A"
+	if strings.HasSuffix(tok, last) {
+		last = "B"
+	}
+	wrongTok := tok[:len(tok)-1] + last
 	unblock, redact := "/ui/agents/coder/unblock", fmt.Sprintf("/ui/entries/%d/redact", s.seeded.governed)
 	count := func() int {
 		s.ledger.mu.Lock()
@@ -271,7 +277,7 @@ func TestOperatorCSRF(t *testing.T) {
 		code   string
 	}{
 		{"unblock without token", unblock, url.Values{"reason": {"fixed"}, "confirm": {"coder"}}, nil, 403, server.CodeForbiddenCSRF},
-		{"unblock with a wrong token", unblock, url.Values{"csrf": {tok[:len(tok)-1] + "A"}, "reason": {"fixed"}, "confirm": {"coder"}}, nil, 403, server.CodeForbiddenCSRF},
+		{"unblock with a wrong token", unblock, url.Values{"csrf": {wrongTok}, "reason": {"fixed"}, "confirm": {"coder"}}, nil, 403, server.CodeForbiddenCSRF},
 		{"unblock with another session's token", unblock, url.Values{"csrf": {otherTok}, "reason": {"fixed"}, "confirm": {"coder"}}, nil, 403, server.CodeForbiddenCSRF},
 		{"unblock from another origin", unblock, url.Values{"csrf": {tok}, "reason": {"fixed"}, "confirm": {"coder"}}, map[string]string{"Origin": "http://evil.example"}, 403, server.CodeForbiddenCSRF},
 		{"unblock from another site", unblock, url.Values{"csrf": {tok}, "reason": {"fixed"}, "confirm": {"coder"}}, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, server.CodeForbiddenCSRF},
