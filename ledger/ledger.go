@@ -85,6 +85,10 @@ type Ledger struct {
 	failed error // the commit error that made the ledger refuse writes
 	done   chan struct{}
 
+	// lockNext counts the commits still to be built holding the head
+	// after the last conflict (committer goroutine only).
+	lockNext int
+
 	commits   atomic.Uint64
 	entries   atomic.Uint64
 	conflicts atomic.Uint64

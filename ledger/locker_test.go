@@ -90,7 +90,8 @@ func note(s string) *ledger.Request {
 // TestLockerRetry holds the core's use of a ledger.Locker to its word: a
 // commit that conflicts is built again holding the head, with the
 // requests queued while the lock was awaited, and stored once; the next
-// commit is built outside the lock again.
+// ledger.ContendedCommits commits are built holding the head at once, and
+// the one after them outside the lock again.
 func TestLockerRetry(t *testing.T) {
 	ctx := context.Background()
 	d, err := memory.New("locker.example/ledger")
@@ -173,14 +174,19 @@ func TestLockerRetry(t *testing.T) {
 		t.Fatalf("the retried request is seq %d (Build saw seqs %v), want 3: after B's entry", seq, saw)
 	}
 
+	for i := range ledger.ContendedCommits {
+		mustAppend(la, note(fmt.Sprint("contended ", i)))
+		want(fmt.Sprintf("commit %d after the conflict", i+1), 1, uint64(i+2))
+	}
 	mustAppend(la, note("next"))
-	want("next", 1, 1)
+	want("the commit after those", 1, 1+ledger.ContendedCommits)
 
 	l, err := ledger.New(d, &ledger.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := l.Head(); err != nil || got != 3+queued+1 {
-		t.Fatalf("head seq %d (%v), want %d: every request stored once", got, err, 3+queued+1)
+	stored := uint64(3 + queued + ledger.ContendedCommits + 1)
+	if got, _, err := l.Head(); err != nil || got != stored {
+		t.Fatalf("head seq %d (%v), want %d: every request stored once", got, err, stored)
 	}
 }

@@ -10,7 +10,8 @@ import (
 // registerCommitMetrics adds the commit counters of a ledger whose store
 // other writers share (several serve replicas on one PostgreSQL
 // database): the retries of its commits by reason, the commits built
-// holding the head, and the commits whose answer the database connection
+// holding the head (after a conflict, and the ledger.ContendedCommits
+// after it), and the commits whose answer the database connection
 // lost.
 func registerCommitMetrics(reg prometheus.Registerer, l *ledger.Ledger) error {
 	cs := []prometheus.Collector{
@@ -19,7 +20,7 @@ func registerCommitMetrics(reg prometheus.Registerer, l *ledger.Ledger) error {
 			ConstLabels: prometheus.Labels{"reason": "conflict"}},
 			func() float64 { return float64(l.Stats().Conflicts) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "govledger_commit_locked_total",
-			Help: "Commits built again holding the head, after a conflict: the retry that cannot lose."},
+			Help: "Commits built holding the head: the retry after a conflict, which cannot lose, and the commits just after one."},
 			func() float64 { return float64(l.Stats().Locked) }),
 	}
 	if d, ok := l.Driver().(*postgres.Driver); ok {
