@@ -43,7 +43,8 @@ type fakeBackend struct {
 	readyErr error
 	metrics  *server.Metrics
 	now      time.Time
-	noFaults bool // ignore x_fault and the seq-13 panic (fuzzing)
+	noFaults bool          // ignore x_fault and the seq-13 panic (fuzzing)
+	slowing  chan struct{} // receives (when there is room) as a slow Submit starts its wait
 }
 
 type fakeEntry struct {
@@ -69,7 +70,7 @@ var knownAgents = []string{"agent-a", "agent-b", "agent-c"}
 
 func newFake(m *server.Metrics) *fakeBackend {
 	return &fakeBackend{idem: map[string]idemRecord{}, blocks: map[string]server.Block{}, faulted: map[string]bool{},
-		changed: make(chan struct{}), metrics: m, now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+		changed: make(chan struct{}), slowing: make(chan struct{}, 16), metrics: m, now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
 }
 
 type fakeDoc struct {
@@ -209,6 +210,10 @@ func nullable(s string) any {
 
 func (f *fakeBackend) Submit(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
 	if bytes.Contains(r.Body, []byte(`"x_fault":"slow"`)) && !f.noFaults {
+		select {
+		case f.slowing <- struct{}{}:
+		default:
+		}
 		select {
 		case <-time.After(300 * time.Millisecond):
 		case <-ctx.Done():

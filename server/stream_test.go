@@ -177,7 +177,14 @@ func TestShutdown(t *testing.T) {
 	c := h.events(t, pReader, nil, "")
 	done := make(chan resp, 1)
 	go func() { done <- h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: docFault("slow")}) }()
-	time.Sleep(100 * time.Millisecond) // the slow write is in flight
+	// Shut down only once the slow write is in the backend: a fixed sleep
+	// let a slow scheduler start the shutdown first (the POST then found
+	// the listener closed).
+	select {
+	case <-h.fake.slowing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow write did not reach the backend within 10s")
+	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.stop() }()
 	if r := <-done; r.status != 201 {

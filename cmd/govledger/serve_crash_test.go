@@ -197,7 +197,18 @@ func TestServeDrain(t *testing.T) {
 			}
 		})
 	}
+	// SIGTERM under load: after 300ms of it, and not before a first 201
+	// (a slow start of the clients on a loaded machine left none
+	// acknowledged after the fixed 300ms alone).
 	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
 	code := s.stop()
 	close(stopped)
 	wg.Wait()

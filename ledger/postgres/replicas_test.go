@@ -208,12 +208,25 @@ func TestLockTimeout(t *testing.T) {
 	ctx := context.Background()
 	d, dsn := open(t, &postgres.Options{LockTimeout: 300 * time.Millisecond})
 	appendAll(t, d, snapshots()...)
+	// The silent writer's batch is built on a plain view of the same
+	// head before it takes the lock: built on the locked view, its
+	// lookups are statements of the locked session, and a pause of 300ms
+	// between two of them (a loaded machine) ended the session before the
+	// test meant it to go silent.
+	pv, err := d.View(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := build(t, pv, handoff("mine", "a", "b", "", true, []byte("mine")))
+	pv.Close()
 	lv, err := d.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lv.Close()
-	mine, _ := build(t, lv, handoff("mine", "a", "b", "", true, []byte("mine")))
+	if lv.Head() != mine.At {
+		t.Fatalf("locked head %+v, the batch was built on %+v", lv.Head(), mine.At)
+	}
 	other := openDSN(t, dsn, nil)
 	done := make(chan error, 1)
 	go func() {
