@@ -272,13 +272,19 @@ func (l *Ledger) commit(batch []*pending) {
 		if !errors.As(err, &f) || errors.Is(err, ErrCorrupt) {
 			// The driver failed (I/O error, disk full, corrupt store): the
 			// outcome is unknown. Refuse writes until a reopen decides.
-			if errors.As(err, &f) {
+			// A store found damaged while building stored nothing.
+			built := errors.As(err, &f)
+			if built {
 				err = f.err
 			}
 			l.mu.Lock()
 			l.failed = err
 			l.mu.Unlock()
-			err = fmt.Errorf("ledger %s: commit: %w", l.name(), err)
+			if built {
+				err = fmt.Errorf("ledger %s: commit: %w (%w)", l.name(), err, ErrNothingStored)
+			} else {
+				err = fmt.Errorf("ledger %s: commit: %w", l.name(), err)
+			}
 		} else {
 			err = f.err
 		}

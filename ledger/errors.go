@@ -34,6 +34,12 @@ var (
 	// ErrFailed is returned by writes after a commit failed: the outcome of
 	// that commit is unknown and the ledger must be reopened.
 	ErrFailed = errors.New("ledger failed a commit; reopen required")
+	// ErrNothingStored is wrapped by the error of a commit that failed
+	// before anything of it was handed to the store: a read the decisions
+	// needed failed (a damaged store: ErrCorrupt). The ledger refuses
+	// writes from then on (ErrFailed), as after any failed commit, but
+	// this commit's outcome is known: none of its entries were stored.
+	ErrNothingStored = errors.New("nothing was stored")
 	// ErrReadOnly is returned by writes on a ledger opened ReadOnly.
 	ErrReadOnly = errors.New("ledger is open read-only")
 	// ErrNotRedactable is returned by Redact for an entry that has no

@@ -519,10 +519,15 @@ func (d *decider) decide(cfg *govern.Config, name string, line int, p *govern.Pa
 	}
 	if err != nil {
 		// Storage failure: what was recorded so far stands; this
-		// document's outcome is unknown until verify.
+		// document's outcome is unknown until verify, unless the store
+		// was found damaged before anything was written.
 		at := name
 		if line > 0 {
 			at = fmt.Sprintf("%s line %d", name, line)
+		}
+		if errors.Is(err, ledger.ErrNothingStored) {
+			// The store was found damaged before anything was written.
+			return docResult{}, internalErr(fmt.Errorf("record %s: %w: run 'govledger verify' to see the damage", at, err))
 		}
 		retry := "retry"
 		if cfg.IdempotencyKey != "" {
