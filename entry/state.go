@@ -78,6 +78,22 @@ type Delta struct {
 // it removed (Of).
 type Redaction struct{ Seq, Of uint64 }
 
+// ApplyBlocked makes blocked (agent -> seq of the entry that blocked it),
+// the blocked table of the state d was folded on, the table after d:
+// emptied when d cleared every block, then without the agents d
+// unblocked and with those it blocked.
+func (d *Delta) ApplyBlocked(blocked map[string]uint64) {
+	if d.ClearBlocked {
+		clear(blocked)
+	}
+	for a := range d.Unblocked {
+		delete(blocked, a)
+	}
+	for a, seq := range d.Blocked {
+		blocked[a] = seq
+	}
+}
+
 // Empty reports whether d changes nothing.
 func (d *Delta) Empty() bool {
 	return len(d.Accepted) == 0 && len(d.Idempotent) == 0 && len(d.Blocked) == 0 &&

@@ -2,6 +2,7 @@ package entry_test
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 	"unsafe"
@@ -131,4 +132,30 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestApplyBlocked: a Delta applied to a blocked table adds its blocks
+// and drops its unblocks; a lock that lifted every block empties the
+// table before the blocks that came after it.
+func TestApplyBlocked(t *testing.T) {
+	base := map[string]uint64{"a": 1, "b": 2, "c": 3}
+	for _, tc := range []struct {
+		name string
+		d    entry.Delta
+		want map[string]uint64
+	}{
+		{"nothing", entry.Delta{}, map[string]uint64{"a": 1, "b": 2, "c": 3}},
+		{"block and unblock", entry.Delta{Blocked: map[string]uint64{"d": 9, "a": 8}, Unblocked: map[string]bool{"b": true}},
+			map[string]uint64{"a": 8, "c": 3, "d": 9}},
+		{"all lifted, then a block", entry.Delta{ClearBlocked: true, Blocked: map[string]uint64{"e": 7}},
+			map[string]uint64{"e": 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := maps.Clone(base)
+			tc.d.ApplyBlocked(got)
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("ApplyBlocked = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

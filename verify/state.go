@@ -142,13 +142,5 @@ func (s *state) commit(d *entry.Delta) {
 	for k, a := range d.Idempotent {
 		s.idem[s.digest([]byte(k))] = a
 	}
-	if d.ClearBlocked {
-		clear(s.blocked)
-	}
-	for a := range d.Unblocked {
-		delete(s.blocked, a)
-	}
-	for a, seq := range d.Blocked {
-		s.blocked[a] = seq
-	}
+	d.ApplyBlocked(s.blocked)
 }

@@ -362,15 +362,7 @@ func (c *checker) derive(seq uint64, e *entry.Entry, h entry.Hash) {
 	for k, a := range d.Idempotent {
 		c.idem.firstUse(c, k, a)
 	}
-	if d.ClearBlocked {
-		clear(c.blocked)
-	}
-	for a := range d.Unblocked {
-		delete(c.blocked, a)
-	}
-	for a, by := range d.Blocked {
-		c.blocked[a] = by
-	}
+	d.ApplyBlocked(c.blocked)
 	for _, r := range d.Redactions {
 		c.redaction(r)
 	}
