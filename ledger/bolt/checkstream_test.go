@@ -223,6 +223,21 @@ func TestCheckStreamTampering(t *testing.T) {
 	}
 }
 
+// treeTamper damages the tree bucket of a format 3 file; want is the
+// finding Check gives for it.
+type treeTamper struct {
+	name   string
+	tamper func(path string) error
+	want   string
+}
+
+// format3TreeTampers: a tree hash edited, one deleted, one past the head.
+var format3TreeTampers = []treeTamper{
+	{"edited", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(17), make([]byte, 32)) }, ledger.FindTreeHash},
+	{"deleted", func(p string) error { return bolttest.DeleteKey(p, "tree", bolttest.SeqKey(3)) }, ledger.FindTreeHash},
+	{"extra", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(5000), make([]byte, 32)) }, ledger.FindTreeExtra},
+}
+
 // TestCheckFormat3Tree: Check compares a format 3 file's tree bucket, one
 // stored hash per key, with the hashes recomputed from the entries.
 func TestCheckFormat3Tree(t *testing.T) {
@@ -230,16 +245,8 @@ func TestCheckFormat3Tree(t *testing.T) {
 	for i := range 40 {
 		bolttest.AppendHandoff(t, l, handoff(i))
 	}
-	for _, tt := range []struct {
-		name   string
-		tamper func(string) error
-		want   string
-	}{
-		{"intact", func(string) error { return nil }, ""},
-		{"edited", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(17), make([]byte, 32)) }, ledger.FindTreeHash},
-		{"deleted", func(p string) error { return bolttest.DeleteKey(p, "tree", bolttest.SeqKey(3)) }, ledger.FindTreeHash},
-		{"extra", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(5000), make([]byte, 32)) }, ledger.FindTreeExtra},
-	} {
+	intact := treeTamper{"intact", func(string) error { return nil }, ""}
+	for _, tt := range append([]treeTamper{intact}, format3TreeTampers...) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := bolttest.CopyFile(t, l.Path())
 			toFormat3(t, p)

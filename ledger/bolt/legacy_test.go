@@ -363,16 +363,7 @@ func TestUpgradeRefusesABadTree(t *testing.T) {
 	for i := range 40 {
 		bolttest.AppendHandoff(t, l, handoff(i))
 	}
-	for _, tt := range []struct {
-		name   string
-		tamper func(string) error
-	}{
-		{"edited", func(p string) error { return bolttest.InsertKey(p, "tree", bolttest.SeqKey(17), make([]byte, 32)) }},
-		{"deleted", func(p string) error { return bolttest.DeleteKey(p, "tree", bolttest.SeqKey(3)) }},
-		{"extra", func(p string) error {
-			return bolttest.InsertKey(p, "tree", bolttest.SeqKey(5000), make([]byte, 32))
-		}},
-	} {
+	for _, tt := range format3TreeTampers {
 		t.Run(tt.name, func(t *testing.T) {
 			p := bolttest.CopyFile(t, l.Path())
 			toFormat3(t, p)
