@@ -75,6 +75,142 @@ func TestCommandDocs(t *testing.T) {
 	}
 }
 
+// TestExamplesParse: every example in the help (the app's and each
+// command's) parses as the command it names: its flags come before its
+// arguments (noFlagsAfterArgs refuses a flag after an argument, since
+// urfave/cli would otherwise ignore it).
+func TestExamplesParse(t *testing.T) {
+	app := testApp()
+	takesValue := func(flags []cli.Flag) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range flags {
+			_, boolean := f.(*cli.BoolFlag)
+			for _, n := range f.Names() {
+				m[n] = !boolean
+			}
+		}
+		return m
+	}
+	global := takesValue(app.Flags)
+	// skipFlags returns the index of the first word at or after i that is
+	// not a flag of flags or its value.
+	skipFlags := func(words []string, i int, flags map[string]bool) int {
+		for i < len(words) && strings.HasPrefix(words[i], "-") && words[i] != "-" {
+			name, _, hasValue := strings.Cut(strings.TrimLeft(words[i], "-"), "=")
+			if !hasValue && flags[name] {
+				i++
+			}
+			i++
+		}
+		return i
+	}
+	// Example lines by where they are: each help's Examples block, and
+	// the README's shell code blocks.
+	examples := map[string][]string{}
+	add := func(where, d string) {
+		if ex := strings.Index(d, "Examples:"); ex >= 0 {
+			examples[where] = strings.Split(d[ex:], "\n")
+		}
+	}
+	add("govledger --help", app.Description)
+	walkCommands(app.Commands, "", func(path string, c *cli.Command) { add(path+" --help", c.Description) })
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCode := false
+	for _, line := range strings.Split(string(readme), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inCode = !inCode && (line == "```sh" || line == "```bash" || line == "```shell")
+		case inCode:
+			examples["README.md"] = append(examples["README.md"], line)
+		}
+	}
+	n := 0
+	for where, lines := range examples {
+		for _, line := range lines {
+			line = strings.TrimSpace(line)
+			words := shellWords(line)
+			if len(words) == 0 || words[0] != "govledger" {
+				continue
+			}
+			i := skipFlags(words, 1, global)
+			var c *cli.Command
+			for cmds := app.Commands; i < len(words); i++ {
+				next := (*cli.Command)(nil)
+				for _, sub := range cmds {
+					if slices.Contains(sub.Names(), words[i]) {
+						next = sub
+					}
+				}
+				if next == nil {
+					break
+				}
+				c, cmds = next, next.Subcommands
+			}
+			if c == nil {
+				continue // the app's own flags alone
+			}
+			n++
+			local := takesValue(c.Flags)
+			arg := ""
+			for i < len(words) {
+				if j := skipFlags(words, i, local); j > i {
+					if arg != "" {
+						t.Errorf("%s: example %q: flag %s after the argument %q is refused", where, line, words[i], arg)
+						break
+					}
+					i = j
+					continue
+				}
+				arg = words[i]
+				i++
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("checked %d examples; the parse is broken", n)
+	}
+}
+
+// shellWords splits an example command line as a shell would, as far as
+// the examples need: words, '…' and "…" quoting, and an end at a pipe,
+// a redirection, a command list or a comment.
+func shellWords(s string) []string {
+	var out []string
+	var w strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				w.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				out = append(out, w.String())
+				w.Reset()
+				inWord = false
+			}
+		case !inWord && strings.ContainsRune("|&;<>#", r):
+			return out
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, w.String())
+	}
+	return out
+}
+
 // TestOutputTable: the outputs table names every command, and nothing
 // else; a format a command does not write is refused with exit 2 before
 // the command runs, by every command; the formats it writes pass.

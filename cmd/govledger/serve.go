@@ -49,7 +49,7 @@ If a commit fails, the server drains and exits 3: restart it (opening the
 ledger again settles what the failed commit wrote).
 
 Examples:
-  govledger token create ci --scope handoff:write --agents domain-05-product
+  govledger token create --scope handoff:write --agents domain-05-product ci
   govledger serve --addr 127.0.0.1:8080
   govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
   govledger serve --key ledger.key --rate 50 --max-age 1h`,

@@ -49,7 +49,7 @@ Scopes: handoff:write (submit and validate; needs --agents), ledger:read
 with ledger:read also the export), operator (unblock, redact, reload).
 
 Examples:
-  govledger token create ci-product --scope handoff:write --agents domain-05-product
+  govledger token create --scope handoff:write --agents domain-05-product ci-product
   govledger token list
   govledger token revoke ci-product`,
 		Subcommands: []*cli.Command{tokenCreateCommand(g), tokenListCommand(g), tokenRevokeCommand(g)},
@@ -83,9 +83,9 @@ writes. With --mtls-subject, the entry is for a client certificate whose
 subject common name is CN, and no token is issued.
 
 Examples:
-  govledger token create ci-product --scope handoff:write --agents domain-05-product
-  govledger token create auditor --scope ledger:read --scope payload:read --expires 720h
-  govledger token create gateway --scope handoff:write --agents '*' --mtls-subject gateway.internal`,
+  govledger token create --scope handoff:write --agents domain-05-product ci-product
+  govledger token create --scope ledger:read --scope payload:read --expires 720h auditor
+  govledger token create --scope handoff:write --agents '*' --mtls-subject gateway.internal gateway`,
 		Flags: []cli.Flag{
 			tokensFlag(&file),
 			&cli.StringSliceFlag{Name: "scope", Usage: "scope to grant (repeat, or comma-separate): handoff:write, ledger:read, payload:read, operator"},
