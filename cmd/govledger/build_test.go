@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/govledger/govledger/internal/testenv"
 	"github.com/govledger/govledger/ledger/postgres/pgtest"
 	"go.yaml.in/yaml/v3"
 )
@@ -89,9 +90,7 @@ func govledgerBinary(t *testing.T) string {
 // into a new repository of one commit instead.)
 func TestVersionFromCheckout(t *testing.T) {
 	root := moduleRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is needed to test the revision a build stamps (Debian: apt-get install git): %v", err)
-	}
+	testenv.LookPath(t, "apt-get install git", "git")
 	clone := filepath.Join(t.TempDir(), "govledger")
 	if inGitCheckout(root) {
 		if out, err := exec.Command("git", "clone", "--quiet", root, clone).CombinedOutput(); err != nil {
@@ -226,34 +225,32 @@ complete -C %s`, "'"+line+"'")
 		}},
 	}
 	for _, sh := range shells {
-		path, err := exec.LookPath(sh.name)
-		if err != nil {
-			// A missing shell is a failure, not a skip: .ci/run installs
+		t.Run(sh.name, func(t *testing.T) {
+			// A missing shell skips, or fails under CI: .ci/run installs
 			// bash, zsh and fish, and a script no shell ran is untested.
-			t.Errorf("%s is not installed (apt-get install %s): its completion script cannot be run", sh.name, sh.name)
-			continue
-		}
-		for _, tc := range cases {
-			cmd := exec.Command(path, "-c", sh.script(tc.words))
-			if sh.name == "zsh" {
-				cmd = exec.Command(path, "-f", "-c", sh.script(tc.words))
-			}
-			cmd.Env = env
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			var got []string
-			for _, l := range strings.Split(string(out), "\n") {
-				if f := strings.Fields(l); len(f) > 0 {
-					got = append(got, f[0]) // fish adds a description column
+			path := testenv.LookPath(t, "apt-get install "+sh.name, sh.name)
+			for _, tc := range cases {
+				cmd := exec.Command(path, "-c", sh.script(tc.words))
+				if sh.name == "zsh" {
+					cmd = exec.Command(path, "-f", "-c", sh.script(tc.words))
+				}
+				cmd.Env = env
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				var got []string
+				for _, l := range strings.Split(string(out), "\n") {
+					if f := strings.Fields(l); len(f) > 0 {
+						got = append(got, f[0]) // fish adds a description column
+					}
+				}
+				slices.Sort(got)
+				want := slices.Sorted(slices.Values(tc.want))
+				if err != nil || !slices.Equal(got, want) {
+					t.Errorf("%s: complete %q: %v %q (stderr %q); want %q", sh.name, tc.words, err, got, stderr.String(), want)
 				}
 			}
-			slices.Sort(got)
-			want := slices.Sorted(slices.Values(tc.want))
-			if err != nil || !slices.Equal(got, want) {
-				t.Errorf("%s: complete %q: %v %q (stderr %q); want %q", sh.name, tc.words, err, got, stderr.String(), want)
-			}
-		}
+		})
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/govledger/govledger/internal/testenv"
 )
 
 // TestServeViewerInBrowser drives a real headless Chromium against the
@@ -28,16 +28,7 @@ import (
 // in-process ledger; this test holds the wiring of serve, tokens, keys,
 // the real backend and server-sent events together.
 func TestServeViewerInBrowser(t *testing.T) {
-	chromium := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			chromium = p
-			break
-		}
-	}
-	if chromium == "" {
-		t.Fatal("no chromium on PATH: the viewer test needs it (apt-get install chromium; .ci/run installs it)")
-	}
+	chromium := testenv.LookPath(t, "apt-get install chromium; .ci/run installs it", "chromium", "chromium-browser", "google-chrome")
 	e := newServeEnv(t, "registry")
 	keyBase := filepath.Join(e.dir, "ledger")
 	if out, code := e.cli("--origin", "example.com/viewer-test", "keygen", "--out", keyBase, "example.com/viewer-test"); code != 0 {

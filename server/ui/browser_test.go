@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/govledger/govledger/internal/testenv"
 )
 
 var updateScreenshots = flag.Bool("screenshots", false, "write each page's screenshot to docs/screenshots/ (README)")
@@ -39,16 +39,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// chromiumPath finds Debian's chromium; the browser tests fail without it.
+// chromiumPath finds Debian's chromium; without it the browser tests skip,
+// or fail when CI is set.
 func chromiumPath(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium on PATH: the viewer's browser tests need it (apt-get install chromium; .ci/run installs it)")
-	return ""
+	return testenv.LookPath(t, "apt-get install chromium; .ci/run installs it", "chromium", "chromium-browser", "google-chrome")
 }
 
 func startBrowser(t testing.TB) context.Context {

@@ -30,13 +30,29 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/govledger/govledger/internal/testenv"
 )
 
 // BinDir is where Debian installs PostgreSQL 15's server programs.
 const BinDir = "/usr/lib/postgresql/15/bin"
 
-// InstallHint is the remedy a missing server's failure names.
-const InstallHint = "PostgreSQL 15 is missing: apt-get install postgresql (or run .ci/run, which installs it)"
+// InstallHint is the remedy a missing server's skip or failure names.
+const InstallHint = "apt-get install postgresql (or run .ci/run, which installs it)"
+
+// errMissing marks a start that failed because PostgreSQL 15 is not
+// installed: the test skips, or fails under CI (internal/testenv).
+var errMissing = errors.New("PostgreSQL 15 is not installed")
+
+// fail ends t for err: through testenv.Missing when PostgreSQL is missing,
+// with t.Fatal otherwise.
+func fail(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, errMissing) {
+		testenv.Missing(t, "PostgreSQL 15 ("+BinDir+")", InstallHint, err)
+	}
+	t.Fatal(err)
+}
 
 // RunAs is the user the server runs as when the tests run as root.
 const RunAs = "nobody"
@@ -54,13 +70,14 @@ type Server struct {
 }
 
 // Start initialises and starts a server in a temporary folder of t; it is
-// stopped when t ends. It fails t (never skips) when PostgreSQL is missing.
+// stopped when t ends. When PostgreSQL is missing it skips t, or fails it
+// when CI is set (internal/testenv).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := start(dir)
 	if err != nil {
-		t.Fatal(err)
+		fail(t, err)
 	}
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -74,7 +91,7 @@ func Start(t testing.TB) *Server {
 func start(dir string) (*Server, error) {
 	for _, p := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := os.Stat(filepath.Join(BinDir, p)); err != nil {
-			return nil, fmt.Errorf("pgtest: %s: %v\n%s", filepath.Join(BinDir, p), err, InstallHint)
+			return nil, fmt.Errorf("pgtest: %s: %v: %w", filepath.Join(BinDir, p), err, errMissing)
 		}
 	}
 	s := &Server{Dir: dir, logf: filepath.Join(dir, "server.log")}
@@ -326,7 +343,7 @@ func Shared(t testing.TB) *Server {
 	t.Helper()
 	startShared()
 	if shared.s == nil {
-		t.Fatal(shared.err)
+		fail(t, shared.err)
 	}
 	return shared.s
 }
