@@ -9,7 +9,7 @@ import (
 // Format identifies one of the five handoff formats.
 type Format string
 
-// The handoff formats (see the README, "Hand-off formats").
+// The handoff formats (see docs/reference/formats.md).
 const (
 	Governed Format = "governed/1" // seed 003: JSON, source_agent/target_agent
 	Swarm    Format = "swarm/2"    // seed 000: YAML, handoff.source.skill/handoff.target.skill

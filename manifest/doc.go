@@ -19,7 +19,7 @@
 //     os.Root that no prompt path leaves the registry folder by a symbolic
 //     link and that each names a regular file.
 //
-// Rules (README, "Field reference"): manifest_version is 1; agent_id
+// Rules (docs/reference/files.md, "Field reference"): manifest_version is 1; agent_id
 // matches ^[a-z0-9][a-z0-9-]*$, is at most MaxIDLength bytes and unique
 // (also ignoring case); agent_type is domain, archetype or orchestrator;
 // agent_version is a semantic version without "v" (pre-release and build

@@ -186,7 +186,7 @@ type site struct {
 // locator places field of the i'th agent.
 type locator func(i int, field string) site
 
-// validate applies the registry rules (README, "Field reference") that involve one agent or the
+// validate applies the registry rules (docs/reference/files.md, "Field reference") that involve one agent or the
 // whole registry, and places every problem with loc.
 func validate(agents []Agent, loc locator) ErrorList {
 	var errs ErrorList

@@ -9,7 +9,7 @@ package reason
 // Code is a stable, upper-case reason code.
 type Code string
 
-// Reason codes. The README holds the table of what triggers each and what to do.
+// Reason codes. docs/reference/formats.md holds the table of what triggers each and what to do.
 const (
 	SchemaInvalid       Code = "SCHEMA_INVALID"
 	UnknownAgent        Code = "UNKNOWN_AGENT"

@@ -272,16 +272,16 @@ type workflow struct {
 	} `yaml:"jobs"`
 }
 
-// readmeRecipe returns the YAML block of the README's CI section.
+// readmeRecipe returns the YAML block of the CI guide (docs/guides/ci-gate.md).
 func readmeRecipe(t *testing.T, root string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "guides", "ci-gate.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := bytes.Cut(b, []byte("\n## CI: fail on prompt drift\n"))
+	_, sec, ok := bytes.Cut(b, []byte("# CI: fail on prompt drift\n"))
 	if !ok {
-		t.Fatal(`README has no "## CI: fail on prompt drift" section`)
+		t.Fatal(`docs/guides/ci-gate.md has no "# CI: fail on prompt drift" heading`)
 	}
 	_, y, ok := bytes.Cut(sec, []byte("```yaml\n"))
 	if !ok {

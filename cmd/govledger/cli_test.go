@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -114,17 +115,28 @@ func TestExamplesParse(t *testing.T) {
 	}
 	add("govledger --help", app.Description)
 	walkCommands(app.Commands, "", func(path string, c *cli.Command) { add(path+" --help", c.Description) })
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	inCode := false
-	for _, line := range strings.Split(string(readme), "\n") {
-		switch {
-		case strings.HasPrefix(line, "```"):
-			inCode = !inCode && (line == "```sh" || line == "```bash" || line == "```shell")
-		case inCode:
-			examples["README.md"] = append(examples["README.md"], line)
+	// The README and every page of the manual.
+	docs := []string{"../../README.md"}
+	filepath.WalkDir("../../docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".md") {
+			docs = append(docs, path)
+		}
+		return err
+	})
+	for _, path := range docs {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := strings.TrimPrefix(path, "../../")
+		inCode := false
+		for _, line := range strings.Split(string(text), "\n") {
+			switch {
+			case strings.HasPrefix(line, "```"):
+				inCode = !inCode && (line == "```sh" || line == "```bash" || line == "```shell")
+			case inCode:
+				examples[where] = append(examples[where], line)
+			}
 		}
 	}
 	n := 0

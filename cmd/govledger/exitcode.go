@@ -61,7 +61,7 @@ func internalErr(err error) error { return &exitError{code: exitInternal, err: e
 type errorClass struct {
 	err  error
 	code int
-	why  string // the README's wording of the class
+	why  string // docs/reference/exit-codes.md's wording of the class
 }
 
 // openClasses classify a failure to open the --db ledger. Every command

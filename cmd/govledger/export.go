@@ -20,7 +20,7 @@ func exportCommand(g *globals) *cli.Command {
 		Usage: "write the ledger as JSON Lines an auditor can verify without govledger",
 		Description: `Writes one line per entry, in seq order:
   {"entry": <canonical entry>, "hash": "<hex>", "payload_b64": "<base64>"}
-The README's "Verify an export independently" explains how to check it with a
+docs/reference/entry-encoding.md, "Verify an export independently", shows how to check it with a
 short script; 'govledger verify --export FILE' does the same.
 
 Examples:

@@ -20,7 +20,7 @@ func proveCommand(g *globals) *cli.Command {
 		Usage:     "write an offline proof bundle: entry SEQ is in the ledger, or the ledger extends an old checkpoint",
 		ArgsUsage: "SEQ",
 		Description: `prove writes a JSON proof bundle that "govledger verify-proof" (or a short script,
-see the README) checks without the database.
+see docs/threat-model.md, "Offline proofs") checks without the database.
 
 An inclusion bundle ("govledger.proof/v1") holds the entry's canonical bytes,
 its hash, its payload (unless redacted), the RFC 6962 audit path and a signed

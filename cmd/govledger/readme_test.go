@@ -70,13 +70,13 @@ func collectFormatKeys(v any, keys map[string]bool) {
 	}
 }
 
-// TestFieldReference holds the README's field reference to the code and
+// TestFieldReference holds the field reference (docs/reference/files.md) to the code and
 // the corpus: every field of the registry types, of the lock, of SKILL.md
 // handoff blocks, and every key of every valid document of each hand-off
 // format, is named in its subsection.
 func TestFieldReference(t *testing.T) {
 	root := moduleRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "docs", "reference", "files.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

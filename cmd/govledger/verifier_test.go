@@ -292,18 +292,19 @@ func TestVerifierExportScript(t *testing.T) {
 	})
 }
 
-// readmeBundleCheck extracts the README's "Verify a bundle without
-// govledger" Python block into a file and returns its path.
+// readmeBundleCheck extracts the threat model's "Verify a bundle without
+// govledger" Python block (docs/threat-model.md) into a file and returns
+// its path.
 func readmeBundleCheck(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/threat-model.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := bytes.Cut(readme, []byte("#### Verify a bundle without govledger"))
+	_, rest, ok := bytes.Cut(readme, []byte("### Verify a bundle without govledger"))
 	m := regexp.MustCompile("(?s)```python\n(.*?)```").FindSubmatch(rest)
 	if !ok || m == nil {
-		t.Fatal(`README.md has no Python block under "Verify a bundle without govledger"`)
+		t.Fatal(`docs/threat-model.md has no Python block under "Verify a bundle without govledger"`)
 	}
 	if regexp.MustCompile(`(?m)^\s*assert\b`).Match(m[1]) {
 		t.Errorf("the README's bundle check uses assert, which python3 -O removes")

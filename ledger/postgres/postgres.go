@@ -122,7 +122,7 @@ type Options struct {
 	// VacuumFull makes an Append that erases blobs rewrite the blobs table
 	// (VACUUM FULL) instead of vacuuming it: the erased bytes then leave
 	// the data files too, at the price of an exclusive lock on the table
-	// for the rewrite (see the README).
+	// for the rewrite (see docs/guides/postgresql.md).
 	VacuumFull bool
 	// Now gives the creation time of a new ledger (default time.Now).
 	Now func() time.Time
