@@ -29,9 +29,20 @@ func runWithClock(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		// completed asks for the long flags, which "-" lists too.
 		args = append(slices.Clone(args[:n-2]), "-", completeFlag)
 	}
-	app := newApp(stdin, stdout, stderr, getenv)
+	out := &trackWriter{w: stdout}
+	app := newApp(stdin, out, stderr, getenv)
 	app.Metadata = map[string]any{"now": now, "args": args}
-	return finish(app.RunContext(ctx, args), stderr)
+	return finish(outputErr(app.RunContext(ctx, args), out), stderr)
+}
+
+// outputErr makes a command whose output could not be written (standard
+// output on a full disk, a closed file) an I/O failure, exit 3, whatever
+// else it found: a report that never reached its reader is not a result.
+func outputErr(err error, out *trackWriter) error {
+	if out.err == nil || exitCode(err) == exitInternal && !errors.Is(err, out.err) {
+		return err
+	}
+	return internalErr(fmt.Errorf("writing standard output: %w (the output is incomplete)", out.err))
 }
 
 // finish reports err, unless its report was already written, and returns

@@ -576,8 +576,8 @@ func TestExitCodeTable(t *testing.T) {
 			code: exitUsage, msg: "govledger: open $DIR/missing: no such file or directory"},
 		{name: "ledger missing", db: filepath.Join(dir, "none.db"), code: exitUsage,
 			msg: "govledger: ledger $DIR/none.db: ledger does not exist: file does not exist"},
-		{name: "ledger is a folder", db: dir, code: exitUsage,
-			msg: "govledger: ledger $DIR: is a directory: not a govledger ledger"},
+		{name: "ledger is a folder", db: dir, code: exitInternal,
+			msg: "govledger: ledger $DIR could not be opened: open $DIR: is a directory: not a govledger ledger"},
 		{name: "ledger is an empty file", db: variant("empty.db", func(p string) error { return os.WriteFile(p, nil, 0o600) }), code: exitUsage,
 			msg: "govledger: ledger $DIR/empty.db: ledger file is empty (0 bytes) (ledger does not exist: file does not exist)"},
 		{name: "ledger is not a database", db: variant("text.db", func(p string) error { return os.WriteFile(p, bytes.Repeat([]byte("text\n"), 2000), 0o600) }),
@@ -690,13 +690,31 @@ func TestExportWriteFailure(t *testing.T) {
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"govledger", "--db", db, "export"}, strings.NewReader(""), failWriter{}, &stderr,
 		func(string) string { return "" })
-	if code != exitInternal || !strings.Contains(stderr.String(), "export: ") {
+	if code != exitInternal || !strings.Contains(stderr.String(), "writing standard output: ") {
 		t.Errorf("export to a failing writer: exit %d, %q", code, stderr.String())
 	}
 	// --out in a folder that does not exist is the user's input.
 	code, _, errOut := runCLI(t, "--db", db, "export", "--out", filepath.Join(t.TempDir(), "no", "such", "x.jsonl"))
 	if code != exitUsage || !strings.Contains(errOut, "no such file or directory") {
 		t.Errorf("export --out into a missing folder: exit %d, %s", code, errOut)
+	}
+}
+
+// TestOutputWriteFailure: a command whose standard output cannot be
+// written (a full disk) exits 3 and says so, instead of 0 with the report
+// silently lost; a finding (exit 1) that could not be written is exit 3 too.
+func TestOutputWriteFailure(t *testing.T) {
+	db := newTestLedger(t, 4)
+	for _, args := range [][]string{
+		{"verify"}, {"log"}, {"show", "2"}, {"stats"}, {"-o", "json", "log"}, {"-o", "json", "verify"},
+		{"trace", "--help"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"govledger", "--db", db}, args...), strings.NewReader(""), failWriter{}, &stderr,
+			func(string) string { return "" })
+		if code != exitInternal || !strings.Contains(stderr.String(), "writing standard output: ") {
+			t.Errorf("%v to a failing writer: exit %d, %q; want 3 and the write error", args, code, stderr.String())
+		}
 	}
 }
 

@@ -106,7 +106,7 @@ func renderDemo(w io.Writer, st *story.Story, kept bool) {
 	if v.OK() {
 		fmt.Fprintf(w, "OK (head %s)\n", v.Head)
 	} else {
-		fmt.Fprintf(w, "FAILED (%d findings)\n", len(v.Findings))
+		fmt.Fprintf(w, "FAILED (%s)\n", count(len(v.Findings), "finding"))
 	}
 	fmt.Fprintf(w, "tamper: an insider edits seq %d in a copy (%s)\n", st.TamperSeq, st.TamperWhat)
 	t := st.TamperCheck
@@ -116,7 +116,7 @@ func renderDemo(w io.Writer, st *story.Story, kept bool) {
 	case t.OK():
 		fmt.Fprintln(w, "verify of the copy: NOT DETECTED (this is a bug)")
 	default:
-		fmt.Fprintf(w, "verify of the copy: DETECTED, first bad entry seq %d (%d findings)\n", t.FirstBad, len(t.Findings))
+		fmt.Fprintf(w, "verify of the copy: DETECTED, first bad entry seq %d (%s)\n", t.FirstBad, count(len(t.Findings), "finding"))
 		for i, f := range t.Findings {
 			if i == 3 {
 				fmt.Fprintf(w, "  … %d more\n", len(t.Findings)-3)

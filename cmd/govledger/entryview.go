@@ -68,6 +68,9 @@ func renderEntryLine(w io.Writer, v entryView) {
 		if v.HandoffID != "" {
 			fmt.Fprintf(w, "  id=%s", v.HandoffID)
 		}
+		if v.WorkflowID != "" {
+			fmt.Fprintf(w, "  workflow=%s", v.WorkflowID) // what 'govledger trace' takes
+		}
 		if len(v.Codes) > 0 {
 			fmt.Fprintf(w, "  [%s]", strings.Join(v.Codes, " "))
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
@@ -25,10 +26,11 @@ const exitCodeTable = `Exit codes:
   0  ok: in sync, every handoff accepted, ledger verified
   1  the check found something: drift, a rejected handoff, tampering or corruption
   2  usage error, or unreadable or invalid input (flags, manifest, lock, a
-     missing ledger or a path that is not a ledger), or a refusal by the
+     missing or empty ledger, a database of something else), or a refusal by the
      --server (401, 403 and other 4xx)
   3  internal failure: the ledger could not be opened (locked, held by a
-     running serve, newer format, no permission) or written, or the
+     running serve, newer format, no permission, a folder) or written,
+     standard output could not be written, or the
      --server did not answer or answered 429 or 5xx
 `
 
@@ -74,6 +76,8 @@ var openClasses = []errorClass{
 	{ledger.ErrCorrupt, exitFound, "the file is corrupt"},
 	// The user named a path that holds no ledger.
 	{ledger.ErrEmptyFile, exitUsage, "the file is empty"},
+	// A folder cannot be opened as the ledger's file.
+	{syscall.EISDIR, exitInternal, "the ledger path is a folder: it could not be opened"},
 	{ledger.ErrNotLedger, exitUsage, "the path is not a ledger (a folder, or a database of something else)"},
 	{ledger.ErrNotExist, exitUsage, "the ledger does not exist"},
 	{fs.ErrNotExist, exitUsage, "the ledger's folder does not exist"},

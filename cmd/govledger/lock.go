@@ -9,10 +9,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 )
@@ -91,6 +93,11 @@ type lockResult struct {
 	Lock    string `json:"lock"`
 	Changed bool   `json:"changed"`
 	Agents  int    `json:"agents"`
+	// ChangedAgents are the agents whose locked prompt changed, appeared
+	// or went away against the lock that was there (sorted): what a
+	// reviewer must have looked at. Absent for a first lock, or when the
+	// old lock could not be parsed.
+	ChangedAgents []string `json:"changed_agents,omitzero"`
 }
 
 func runLock(g *globals) error {
@@ -116,6 +123,11 @@ func runLock(g *globals) error {
 		return inputErr(fmt.Errorf("lock: %w", err))
 	}
 	res := lockResult{Schema: "govledger.lock/v1", Lock: g.lock, Agents: len(lk.Agents), Changed: !bytes.Equal(old, data)}
+	if res.Changed && old != nil {
+		if prev, err := lockfile.Parse(g.lock, old); err == nil {
+			res.ChangedAgents = lockfile.ChangedAgents(prev, lk)
+		}
+	}
 	if res.Changed {
 		if err := lockfile.WriteFile(g.lock, data, 0o644); err != nil {
 			return internalErr(fmt.Errorf("writing %s: %w", g.lock, err))
@@ -128,7 +140,11 @@ func runLock(g *globals) error {
 	if res.Changed {
 		state = "written"
 	}
-	_, err = fmt.Fprintf(g.stdout, "%s: %s (%d agents)\n", g.lock, state, res.Agents)
+	detail := count(res.Agents, "agent")
+	if len(res.ChangedAgents) > 0 {
+		detail += "; prompts changed: " + strings.Join(res.ChangedAgents, ", ")
+	}
+	_, err = fmt.Fprintf(g.stdout, "%s: %s (%s)\n", g.lock, state, detail)
 	return err
 }
 
@@ -203,8 +219,16 @@ func reportProblems(g *globals, probs []inputProblem) error {
 			return err
 		}
 	}
-	for _, p := range probs {
-		fmt.Fprintf(g.stderr, "govledger: %s\n", oneLine(p.Text))
+	switch g.output {
+	case outGitHub:
+		// The annotations are the log's lines already: not twice.
+	case outSARIF:
+		// Standard output is the SARIF file; the log gets one line.
+		fmt.Fprintf(g.stderr, "govledger: %s written as SARIF results (exit 2)\n", count(len(probs), "problem"))
+	default:
+		for _, p := range probs {
+			fmt.Fprintf(g.stderr, "govledger: %s\n", oneLine(p.Text))
+		}
 	}
 	return &exitError{code: exitUsage, err: errFound}
 }
@@ -221,8 +245,12 @@ type lockCheckResult struct {
 
 type lockFinding struct {
 	// File is the file at fault, relative to the working directory and
-	// slash-separated: the prompt file, or the lock for STALE_ENTRY.
+	// slash-separated: the prompt file, the lock for STALE_ENTRY, the
+	// manifest for VERSION_DRIFT (a skills folder: the agent's SKILL.md).
 	File string `json:"file"`
+	// Line is the line of File at fault when known (the agent's
+	// agent_version in a manifest), else 0.
+	Line int `json:"line,omitzero"`
 	lockfile.Finding
 }
 
@@ -267,11 +295,15 @@ func runLockCheck(g *globals) error {
 	res := lockCheckResult{Schema: "govledger.lockcheck/v1", Manifest: filepath.ToSlash(g.manifest), Lock: filepath.ToSlash(g.lock),
 		InSync: rep.InSync, Agents: rep.Agents, Findings: make([]lockFinding, len(rep.Findings))}
 	for i, f := range rep.Findings {
-		file := relPath(filepath.Join(reg.Dir, filepath.FromSlash(f.PromptPath)))
-		if f.Class == lockfile.StaleEntry {
-			file = relPath(g.lock)
+		lf := lockFinding{File: relPath(filepath.Join(reg.Dir, filepath.FromSlash(f.PromptPath))), Finding: f}
+		switch {
+		case f.Class == lockfile.StaleEntry:
+			lf.File = relPath(g.lock)
+		case f.Class == lockfile.VersionDrift && !reg.FromSkills:
+			// The version is a line of the manifest, not of the prompt.
+			lf.File, lf.Line = relPath(g.manifest), versionLine(reg, f.AgentID)
 		}
-		res.Findings[i] = lockFinding{File: file, Finding: f}
+		res.Findings[i] = lf
 	}
 	switch g.output {
 	case "json":
@@ -290,6 +322,18 @@ func runLockCheck(g *globals) error {
 		return found()
 	}
 	return nil
+}
+
+// versionLine is the line of agent id's agent_version in the manifest
+// reg was parsed from (its snapshot holds the file's bytes), or 0.
+func versionLine(reg *manifest.Registry, id string) int {
+	for i, a := range reg.Agents {
+		if a.ID == id {
+			line, _ := strictjson.NewPositions(reg.Snapshot).At("/agents/" + strconv.Itoa(i) + "/agent_version")
+			return line
+		}
+	}
+	return 0
 }
 
 // relPath makes p relative to the working directory when it is absolute
@@ -333,12 +377,12 @@ func findingLine(f lockFinding) string {
 func writeLockText(w io.Writer, res lockCheckResult) error {
 	var b strings.Builder
 	if res.InSync {
-		fmt.Fprintf(&b, "in sync: %d agents match %s\n", res.Agents, res.Lock)
+		fmt.Fprintf(&b, "in sync: %s match %s\n", count(res.Agents, "agent"), res.Lock)
 	} else {
 		for _, f := range res.Findings {
 			fmt.Fprintf(&b, "%s %s %s: %s\n", f.Class, f.AgentID, f.File, findingLine(f))
 		}
-		fmt.Fprintf(&b, "drift: %d findings for %d agents; review the prompts, then run 'govledger lock'\n", len(res.Findings), res.Agents)
+		fmt.Fprintf(&b, "drift: %s for %s; review the prompts, then run 'govledger lock'\n", count(len(res.Findings), "finding"), count(res.Agents, "agent"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -351,8 +395,11 @@ func writeLockGitHub(w io.Writer, res lockCheckResult) error {
 		fmt.Fprintf(&b, "::notice title=govledger lock check::in sync: %d agents match %s\n", res.Agents, ghData(res.Lock))
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintf(&b, "::error file=%s,title=%s::%s\n", ghProperty(f.File), ghProperty(string(f.Class)),
-			ghData(f.AgentID+": "+findingLine(f)))
+		fmt.Fprintf(&b, "::error file=%s", ghProperty(f.File))
+		if f.Line > 0 {
+			fmt.Fprintf(&b, ",line=%d", f.Line)
+		}
+		fmt.Fprintf(&b, ",title=%s::%s\n", ghProperty(string(f.Class)), ghData(f.AgentID+": "+findingLine(f)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -385,6 +432,7 @@ type sarifTool struct {
 
 type sarifDriver struct {
 	Name           string      `json:"name"`
+	Version        string      `json:"version"`
 	InformationURI string      `json:"informationUri"`
 	Rules          []sarifRule `json:"rules"`
 }
@@ -464,7 +512,7 @@ func lockSARIF(res lockCheckResult) sarifLog {
 		rules[i] = r
 	}
 	run := sarifRun{
-		Tool: sarifTool{Driver: sarifDriver{Name: "govledger", InformationURI: "https://github.com/govledger/govledger",
+		Tool: sarifTool{Driver: sarifDriver{Name: "govledger", Version: buildVersion().Version, InformationURI: "https://github.com/govledger/govledger",
 			Rules: rules}},
 		Results: []sarifResult{},
 	}
@@ -480,7 +528,7 @@ func lockSARIF(res lockCheckResult) sarifLog {
 			Message: sarifText{f.AgentID + ": " + findingLine(f)},
 			Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
 				ArtifactLocation: sarifArtifact{URI: (&url.URL{Path: f.File}).EscapedPath()},
-				Region:           sarifRegion{StartLine: 1},
+				Region:           sarifRegion{StartLine: max(f.Line, 1)},
 			}}},
 		})
 	}
@@ -525,7 +573,7 @@ func problemsSARIF(probs []inputProblem) sarifLog {
 		rules[i] = r
 	}
 	run := sarifRun{
-		Tool:    sarifTool{Driver: sarifDriver{Name: "govledger", InformationURI: "https://github.com/govledger/govledger", Rules: rules}},
+		Tool:    sarifTool{Driver: sarifDriver{Name: "govledger", Version: buildVersion().Version, InformationURI: "https://github.com/govledger/govledger", Rules: rules}},
 		Results: []sarifResult{},
 	}
 	for _, p := range probs {

@@ -147,6 +147,12 @@ Examples:
 					q.After = seqs[len(seqs)-1]
 				}
 			}
+			if shown == 0 && g.output != "json" {
+				// An empty answer says so (on stderr, so a script reading
+				// the lines still reads none); JSON stays zero lines.
+				fmt.Fprintln(g.stderr, "no entries match")
+				return nil
+			}
 			if !more {
 				return nil
 			}

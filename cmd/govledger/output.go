@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -101,6 +102,18 @@ func checkOutput(path, output string) error {
 		prefix = path + ": "
 	}
 	return usageErr("%s--output %q: want %s", prefix, output, orList(formats))
+}
+
+// count writes n and noun, in the plural unless n is 1: "1 finding",
+// "3 findings", "0 agents", "2 entries".
+func count[N ~int | ~uint64](n N, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // orList joins words as "a, b or c".

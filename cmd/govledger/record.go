@@ -192,6 +192,14 @@ func renderDocText(w io.Writer, d docResult) error {
 		if d.Seq != 0 {
 			fmt.Fprintf(&b, " seq %d entry %s", d.Seq, d.EntryHash)
 		}
+		if n := len(d.Snapshots); n > 0 {
+			// The seqs before this one: say what they are.
+			seqs := fmt.Sprint(d.Snapshots[0])
+			if n > 1 {
+				seqs = fmt.Sprintf("%d-%d", d.Snapshots[0], d.Snapshots[n-1])
+			}
+			fmt.Fprintf(&b, " (seq %s: snapshots of the registry and lock it was decided under, recorded first)", seqs)
+		}
 		if d.Replayed {
 			fmt.Fprintf(&b, " (retry of seq %d: nothing appended)", d.Seq)
 		}

@@ -218,6 +218,9 @@ func remoteLog(c *cli.Context, g *globals, cl *client.Client) error {
 		}
 		last = e.Seq
 	}
+	if len(views) == 0 && g.output != "json" {
+		fmt.Fprintln(g.stderr, "no entries match")
+	}
 	if !more {
 		return nil
 	}

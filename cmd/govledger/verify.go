@@ -189,12 +189,12 @@ func renderVerify(w io.Writer, r *verifyResult) {
 		}
 	}
 	if r.OK {
-		fmt.Fprintf(w, "OK: %s: %d entries verified, head %s\n", r.Source, r.Entries, r.Head)
+		fmt.Fprintf(w, "OK: %s: %s verified, head %s\n", r.Source, count(r.Entries, "entry"), r.Head)
 		return
 	}
 	if r.FirstBad != 0 {
-		fmt.Fprintf(w, "FAILED: %s: %d findings, first bad entry seq %d\n", r.Source, len(r.Findings), r.FirstBad)
+		fmt.Fprintf(w, "FAILED: %s: %s, first bad entry seq %d\n", r.Source, count(len(r.Findings), "finding"), r.FirstBad)
 		return
 	}
-	fmt.Fprintf(w, "FAILED: %s: %d findings\n", r.Source, len(r.Findings))
+	fmt.Fprintf(w, "FAILED: %s: %s\n", r.Source, count(len(r.Findings), "finding"))
 }

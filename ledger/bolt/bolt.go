@@ -34,11 +34,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/govledger/govledger/entry"
@@ -231,7 +233,9 @@ func OpenDriver(path string, opts *Options) (*Driver, error) {
 	case err != nil:
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
 	case fi.IsDir():
-		return nil, fmt.Errorf("ledger %s: is a directory: %w", path, ledger.ErrNotLedger)
+		// A folder cannot be opened as a ledger file: an open failure,
+		// as a missing permission is, and still not a ledger.
+		return nil, fmt.Errorf("ledger %s could not be opened: %w: %w", path, &fs.PathError{Op: "open", Path: path, Err: syscall.EISDIR}, ledger.ErrNotLedger)
 	case fi.Size() == 0:
 		return nil, emptyErr(path, &o)
 	}

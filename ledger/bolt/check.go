@@ -314,7 +314,7 @@ func (c *checker) compareTile(l int, t *tileFill) {
 			i++
 		}
 		at := tileFirst(k) + uint64(i/tlog.HashSize)<<(tileHeight*l)
-		c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %x", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %x", len(v), entry.Sum256(v)))
+		c.add(at, ledger.FindTreeHash, fmt.Sprintf("tile %x of %d bytes, sha256 %s", k, len(w), entry.Sum256(w)), fmt.Sprintf("%d bytes, sha256 %s", len(v), entry.Sum256(v)))
 	}
 }
 
