@@ -87,6 +87,16 @@ func ParseSigner(data []byte, name string) (note.Signer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: note signer key: %v", ErrKeyFormat, err)
 		}
+		// PRIVATE+KEY+name+hash+base64(0x01||seed): an Ed25519 key's
+		// verifier key follows from its seed (note.NewSigner checked the
+		// fields; other algorithms keep no verifier key here).
+		f := strings.SplitN(text, "+", 5) // the key's base64 may hold '+'
+		if k, err := base64.StdEncoding.DecodeString(f[len(f)-1]); err == nil && len(k) == 1+ed25519.SeedSize && k[0] == 1 {
+			pub := ed25519.NewKeyFromSeed(k[1:]).Public().(ed25519.PublicKey)
+			if vkey, err := note.NewEd25519VerifierKey(s.Name(), pub); err == nil {
+				return keyedSigner{s, vkey}, nil
+			}
+		}
 		return s, nil
 	}
 	if !strings.HasPrefix(text, "-----BEGIN ") {
@@ -130,7 +140,22 @@ func ed25519Signer(name string, priv ed25519.PrivateKey) (note.Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKeyFormat, err)
 	}
-	return s, nil
+	return keyedSigner{s, vkey}, nil
+}
+
+// keyedSigner is a signer that knows its verifier key.
+type keyedSigner struct {
+	note.Signer
+	vkey string
+}
+
+// VerifierKeyOf returns the note verifier key ("name+hash+key") of a
+// signer ParseSigner or LoadSigner returned for an Ed25519 key, so a
+// server holding only its signer key can tell verifiers what to trust;
+// ok is false for any other signer.
+func VerifierKeyOf(s note.Signer) (vkey string, ok bool) {
+	k, ok := s.(keyedSigner)
+	return k.vkey, ok
 }
 
 // ParseVerifier parses a verifier key: a note verifier key

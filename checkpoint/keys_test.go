@@ -128,3 +128,48 @@ func TestParseVerifierErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifierKeyOf: the verifier key a signer knows is the one keygen
+// wrote beside it, for note keys and OpenSSH keys alike, so a server given
+// only --key tells its viewer the right key.
+func TestVerifierKeyOf(t *testing.T) {
+	skey, vkey, err := checkpoint.GenerateKey(detRand{"vk"}, "example.com/ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := checkpoint.ParseSigner([]byte(skey+"\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := checkpoint.VerifierKeyOf(s); !ok || got != vkey {
+		t.Errorf("VerifierKeyOf(note key) = %q, %v; want %q", got, ok, vkey)
+	}
+	pub, priv, err := ed25519.GenerateKey(detRand{"ssh-vk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = checkpoint.ParseSigner(pem.EncodeToMemory(block), "example.com/ssh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := note.NewEd25519VerifierKey("example.com/ssh", pub)
+	if got, ok := checkpoint.VerifierKeyOf(s); !ok || got != want {
+		t.Errorf("VerifierKeyOf(OpenSSH key) = %q, %v; want %q", got, ok, want)
+	}
+	// What it returns verifies what the signer signs.
+	v, err := note.NewVerifier(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := checkpoint.Sign(&checkpoint.Checkpoint{Origin: "example.com/ssh", Size: 1}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.Open(msg, note.VerifierList(v), "example.com/ssh"); err != nil {
+		t.Errorf("Open with VerifierKeyOf's key: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/time/rate"
 
+	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
@@ -59,7 +60,7 @@ Examples:
 			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
-			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check"},
+			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check (default: the key --key signs with)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "private key of --tls-cert (PEM)"},
 			&cli.StringFlag{Name: "client-ca", Usage: "CA certificates (PEM) whose client certificates authenticate (mutual TLS; needs --tls-cert)"},
@@ -184,6 +185,13 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		vk := c.String("verifier-key")
 		if b, err := os.ReadFile(vk); vk != "" && err == nil {
 			vk = strings.TrimSpace(string(b))
+		}
+		if derived, ok := checkpoint.VerifierKeyOf(signer); vk == "" && ok {
+			// Without --verifier-key the viewer checks proofs against
+			// the key the server signs with: a proof never fails for
+			// want of configuration. --verifier-key still pins another
+			// (the key a reviewer was given out of band).
+			vk = derived
 		}
 		viewer, err := ui.New(ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")})
 		if err != nil {
