@@ -248,6 +248,7 @@ func commands(g *globals) []*cli.Command {
 	return []*cli.Command{
 		lockCommand(g),
 		validateCommand(g),
+		handoffCommand(g),
 		recordCommand(g),
 		verifyCommand(g),
 		logCommand(g),

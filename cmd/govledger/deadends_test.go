@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -87,5 +88,42 @@ func TestLockNamesChangedAgents(t *testing.T) {
     "domain-04-content"
   ]`; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("lock -o json after drift: %d %s, want %s", code, out, want)
+	}
+}
+
+// TestHandoffNew: handoff new writes a fresh governed/1 document the
+// registry and lock accept (record answers ACCEPTED, not STALE); a pair the
+// registry refuses writes nothing and exits 1 with the reason; an unknown
+// agent is a usage error.
+func TestHandoffNew(t *testing.T) {
+	dir := registryCopy(t)
+	code, doc, stderr := runLockCLI(t, "handoff", "new", "--from", "domain-05-product", "--to", "domain-02-analysis")
+	if code != 0 || !strings.Contains(doc, `"agent_id": "domain-02-analysis"`) {
+		t.Fatalf("handoff new: %d %q %q", code, doc, stderr)
+	}
+	if err := os.WriteFile("handoff.json", []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "govledger.db")
+	code, out, stderr := runLockCLI(t, "--db", db, "record", "handoff.json")
+	if code != 0 || !strings.Contains(out, "ACCEPTED (governed/1, domain-05-product -> domain-02-analysis)") {
+		t.Errorf("record of handoff new's document: %d %q %q", code, out, stderr)
+	}
+	// Two documents differ in id: each is fresh.
+	_, doc2, _ := runLockCLI(t, "handoff", "new", "--from", "domain-05-product", "--to", "domain-02-analysis")
+	if id := regexp.MustCompile(`"handoff_id": "([^"]+)"`); id.FindString(doc) == id.FindString(doc2) {
+		t.Errorf("two handoff new documents share an id:\n%s\n%s", doc, doc2)
+	}
+	// Without --from and --to: the first pair the registry allows.
+	if code, out, stderr := runLockCLI(t, "handoff", "new"); code != 0 || !strings.Contains(out, `"source_agent"`) {
+		t.Errorf("handoff new without agents: %d %q %q", code, out, stderr)
+	}
+	code, out, stderr = runLockCLI(t, "handoff", "new", "--from", "domain-04-content", "--to", "domain-06-security")
+	if code != exitFound || out != "" || !strings.Contains(stderr, "BOUNDARY_VIOLATION") {
+		t.Errorf("handoff new of a refused pair: %d %q %q; want 1, nothing written, the reason", code, out, stderr)
+	}
+	code, out, stderr = runLockCLI(t, "handoff", "new", "--from", "nobody")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, `--from "nobody": no such agent`) {
+		t.Errorf("handoff new --from nobody: %d %q %q", code, out, stderr)
 	}
 }

@@ -53,6 +53,8 @@ var outputs = map[string][]string{
 	"lock":              {outText, outJSON},
 	"lock check":        {outText, outJSON, outGitHub, outSARIF},
 	"validate":          {outText, outJSON, outSeedError},
+	"handoff":           {outText},
+	"handoff new":       {outText}, // the document is JSON either way
 	"record":            {outText, outJSON, outSeedError},
 	"verify":            {outText, outJSON},
 	"log":               {outText, outJSON},
