@@ -74,6 +74,7 @@ Examples:
 			&cli.Float64Flag{Name: "rate", Usage: "requests per second per principal (0: no limit): 429 beyond"},
 			&cli.IntFlag{Name: "burst", Usage: "requests a principal may send at once above --rate (default: the rate)"},
 			&cli.IntFlag{Name: "max-in-flight", Value: server.DefaultMaxInFlight, Usage: "writes handled at once, and reads separately: 503 beyond"},
+			&cli.DurationFlag{Name: "verify-every", Value: 24 * time.Hour, Usage: "verify the whole ledger at start-up and then this often, for the viewer's overview, the log and metrics (0: never)"},
 			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "open event streams and exports: 503 beyond"},
 			&cli.IntFlag{Name: "max-queue", Value: ledgerbackend.DefaultMaxQueue, Usage: "documents waiting for a commit: 503 beyond"},
 			&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "a client must send its headers within this"},
@@ -181,6 +182,26 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		ShutdownTimeout: c.Duration("shutdown-timeout"),
 		Heartbeat:       server.DefaultHeartbeat, MaxHeaderBytes: server.DefaultMaxHeaderBytes, RetryAfter: server.DefaultRetryAfter,
 	}
+	every := c.Duration("verify-every")
+	if every < 0 {
+		return usageErr("serve: --verify-every must not be negative")
+	}
+	var verifier *serveVerifier
+	if every > 0 {
+		if verifier, err = newServeVerifier(l, log, reg); err != nil {
+			return internalErr(err)
+		}
+	}
+	vctx, vcancel := context.WithCancel(c.Context)
+	vdone := make(chan struct{})
+	if verifier != nil {
+		go func() { defer close(vdone); verifier.run(vctx, every) }()
+	} else {
+		close(vdone)
+	}
+	// The verification reads the ledger: it ends before the ledger closes.
+	stopVerify := func() { vcancel(); <-vdone }
+	defer stopVerify()
 	if c.Bool("ui") {
 		vk := c.String("verifier-key")
 		if b, err := os.ReadFile(vk); vk != "" && err == nil {
@@ -193,7 +214,11 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 			// (the key a reviewer was given out of band).
 			vk = derived
 		}
-		viewer, err := ui.New(ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")})
+		uc := ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")}
+		if verifier != nil {
+			uc.LastVerify = verifier.Last
+		}
+		viewer, err := ui.New(uc)
 		if err != nil {
 			return usageErr("serve: --verifier-key: %v", err)
 		}
@@ -262,6 +287,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	} else {
 		err = srv.Serve(ctx, ln)
 	}
+	stopVerify()
 	cerr := l.Close() // waits for appends still queued
 	switch {
 	case be.Err() != nil:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeDerivesVerifierKey: a server given only --key (the service
@@ -60,6 +63,17 @@ func TestServeDerivesVerifierKey(t *testing.T) {
 // verifier key entry 1's page checks its proof with.
 func viewerKey(t *testing.T, base, token string) string {
 	t.Helper()
+	k := regexp.MustCompile(`data-key="([^"]*)"`).FindStringSubmatch(viewerPage(t, base, token, "/ui/entries/1"))
+	if k == nil {
+		t.Fatal("entry 1's page has no data-key")
+	}
+	return html.UnescapeString(k[1])
+}
+
+// viewerPage logs in to the viewer at base with token and returns the
+// page at path.
+func viewerPage(t *testing.T, base, token, path string) string {
+	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	get := func(path string) string {
@@ -86,9 +100,68 @@ func viewerKey(t *testing.T, base, token string) string {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	k := regexp.MustCompile(`data-key="([^"]*)"`).FindStringSubmatch(get("/ui/entries/1"))
-	if k == nil {
-		t.Fatal("entry 1's page has no data-key")
+	return get(path)
+}
+
+// TestServeVerifies: serve verifies the ledger it holds at start-up (and
+// every --verify-every), logs the result, shows it on the viewer's
+// overview and exports it as metrics; a tampered ledger is reported as
+// such, never as passed.
+func TestServeVerifies(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	demoDir := filepath.Join(e.dir, "demo-out")
+	if out, code := e.cli("demo", "--keep", demoDir); code != 0 {
+		t.Fatalf("demo: %d %s", code, out)
 	}
-	return html.UnescapeString(k[1])
+	for _, tc := range []struct {
+		db     string
+		ok     bool
+		metric string
+		page   string
+	}{
+		{"demo.db", true, "govledger_verify_last_ok 1", "passed at "},
+		{"tampered.db", false, "govledger_verify_last_ok 0", "FAILED at "},
+	} {
+		e.db = filepath.Join(demoDir, tc.db)
+		s := e.start("--verify-every", "1h")
+		var line map[string]any
+		for deadline := time.Now().Add(30 * time.Second); line == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if line = s.logLine("verified"); line == nil {
+				line = s.logLine("verify found the ledger damaged, or could not finish: run 'govledger verify --server' for the findings")
+			}
+		}
+		if line == nil || line["ok"] != tc.ok {
+			t.Fatalf("%s: serve's verification log line = %v, want ok=%v", tc.db, line, tc.ok)
+		}
+		if a := e.do(s, "GET", "/metrics", "", nil); !strings.Contains(string(a.body), tc.metric+"\n") {
+			t.Errorf("%s: /metrics lacks %q", tc.db, tc.metric)
+		}
+		if page := viewerPage(t, s.url, e.tok["reader"], "/ui/"); !strings.Contains(page, tc.page) {
+			t.Errorf("%s: the overview does not say %q", tc.db, tc.page)
+		}
+		s.kill()
+	}
+}
+
+// TestServeVerifiesWhileWriting: entries committed while serve verifies
+// are not findings: every verification run under a stream of accepted
+// submissions passes.
+func TestServeVerifiesWhileWriting(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	s := e.start("--verify-every", "10ms")
+	doc := demoDoc(t, "01-product-to-analysis.json")
+	for i := range 150 {
+		body := bytes.Replace(doc, []byte("550e8400-e29b-41d4-a716-446655440000"), fmt.Appendf(nil, "550e8400-e29b-41d4-a716-%012d", i), 1)
+		if a := e.do(s, "POST", "/v1/handoffs", "product", body); a.status != http.StatusCreated {
+			t.Fatalf("submit %d: %d %s", i, a.status, a.body)
+		}
+	}
+	b, err := os.ReadFile(s.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed := strings.Count(string(b), `"msg":"verified"`)
+	if failed := strings.Count(string(b), `"msg":"verify found`); failed > 0 || passed < 3 {
+		t.Errorf("verifications while writing: %d passed, %d failed; want at least 3, none failed\n%s", passed, failed, b)
+	}
 }
