@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -137,6 +139,21 @@ func TestExamplesParse(t *testing.T) {
 			case inCode:
 				examples[where] = append(examples[where], line)
 			}
+		}
+	}
+	// The viewer's templates show commands in <code> elements.
+	templates, err := filepath.Glob("../../server/ui/templates/*.html")
+	if err != nil || len(templates) == 0 {
+		t.Fatalf("no viewer templates: %v", err)
+	}
+	for _, path := range templates {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`<code>(govledger [^<]*)</code>`).FindAllStringSubmatch(string(text), -1) {
+			where := strings.TrimPrefix(path, "../../")
+			examples[where] = append(examples[where], html.UnescapeString(m[1]))
 		}
 	}
 	n := 0
