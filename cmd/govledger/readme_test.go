@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -228,5 +229,45 @@ func TestFieldReference(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("field reference (%s/…) does not name %q", format, missing)
 		}
+	}
+}
+
+// TestDocLinks: every relative link of the README, the project files and
+// the manual names a file of the repository (a user's clone has it).
+func TestDocLinks(t *testing.T) {
+	root := moduleRoot(t)
+	pages := []string{"README.md", "CONTRIBUTING.md", "SECURITY.md", "CHANGELOG.md"}
+	filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(root, p)
+			pages = append(pages, rel)
+		}
+		return err
+	})
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	n := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			p := filepath.Join(root, filepath.Dir(page), filepath.FromSlash(target))
+			if rel, err := filepath.Rel(root, p); err != nil || !filepath.IsLocal(rel) {
+				t.Errorf("%s links %s, outside the repository", page, m[1])
+				continue
+			}
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("%s links %s: %v", page, m[1], err)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d relative links found: the link pattern is broken", n)
 	}
 }
