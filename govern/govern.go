@@ -54,6 +54,11 @@ type Config struct {
 	// TraceParent, when set, is a W3C traceparent recorded in the handoff
 	// entry Record writes.
 	TraceParent string
+	// InForceOnly makes Record refuse (ledger.ErrPolicyChanged, nothing
+	// written) when Registry and LockBytes are not the snapshots in force,
+	// instead of bringing them into force: set it for a submitter who is
+	// not an operator (the server's writers).
+	InForceOnly bool
 }
 
 // KeyUsedError is returned by Record when Config.IdempotencyKey was used
@@ -255,6 +260,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 		Payload:     p.Data,
 		Time:        t0,
 		Submitter:   c.Submitter,
+		InForceOnly: c.InForceOnly,
 		LockChanges: lockfile.ChangedBytes,
 		Build: func(st ledger.State, e *entry.Entry) error {
 			if c.IdempotencyKey != "" {

@@ -47,6 +47,12 @@ type Request struct {
 	// Submitter is recorded as the submitter of the snapshot entries this
 	// request brings into force (Build sets the entry's own).
 	Submitter string
+	// InForceOnly requires every one of Snapshots to be the one in force
+	// already: when one differs (or none is in force), Append stores
+	// nothing of the request and returns ErrPolicyChanged. Requests made
+	// on behalf of anyone but an operator set it, so a process holding a
+	// stale manifest or lock can never bring it (back) into force.
+	InForceOnly bool
 	// LockChanges, given the bytes of the lock in force and of a new lock
 	// snapshot, returns the agents whose locked prompt hash differs
 	// between them (added, removed or changed). A new lock lifts the
@@ -546,6 +552,13 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 		}
 		if has && cur == sum {
 			continue
+		}
+		if req.InForceOnly {
+			inForce := "none"
+			if has {
+				inForce = cur.String()
+			}
+			return nil, fmt.Errorf("%w: the %s in force is %s, the request's %s", ErrPolicyChanged, s.What, inForce, sum)
 		}
 		size := int64(len(s.Bytes))
 		e := &entry.Entry{V: entry.Version, Seq: st.Seq + 1, Prev: st.Hash, Time: entry.Time{Time: now}, Kind: entry.KindSnapshot,

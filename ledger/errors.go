@@ -54,6 +54,12 @@ var (
 	// ErrRedacted is returned by Blob for bytes removed by a redaction, and
 	// by Redact for a payload that was already removed.
 	ErrRedacted = errors.New("payload redacted")
+	// ErrPolicyChanged is returned by Append for a Request with
+	// InForceOnly whose snapshots are not the ones in force when its
+	// commit is built (an operator brought another policy into force, or
+	// none is in force yet): nothing of the request is stored. Decide it
+	// again under the policy in force.
+	ErrPolicyChanged = errors.New("the policy in force is not the one the request was decided under")
 	// ErrBadRange is returned for a tree size or index out of range.
 	ErrBadRange = errors.New("tree size or index out of range")
 	// ErrCorrupt is returned when the file's structure is damaged: a bbolt

@@ -167,10 +167,20 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if err != nil {
 		return internalErr(err)
 	}
+	// Whoever starts the server with these files is the operator: on a
+	// ledger with no policy in force, New records theirs as submitted by
+	// --as (GOVLEDGER_AS, else the OS user), as SIGHUP's reloads are.
+	operator, err := submitter(c, g)
+	if err != nil {
+		return err
+	}
 	be, err := ledgerbackend.New(l, ledgerbackend.Options{Load: load, Params: params, Root: c.String("root"),
-		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue")})
+		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), Operator: operator})
 	if err != nil {
 		return inputErr(err)
+	}
+	if note := be.Note(); note != "" {
+		log.Warn(note)
 	}
 	cfg := server.Config{
 		Backend: be, Tokens: store, Logger: log, Metrics: metrics, QueueDepth: be.QueueDepth,
@@ -237,10 +247,6 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	operator, err := submitter(c, g)
-	if err != nil {
-		return err
-	}
 	go func() {
 		for {
 			select {

@@ -82,6 +82,10 @@ type Options struct {
 	// Now is the clock of Validate (time.Now if nil); appends use the
 	// ledger's clock.
 	Now func() time.Time
+	// Operator is the submitter of the snapshot entries New records on a
+	// ledger with no policy in force: whoever started the server with
+	// these files ("operator" if empty).
+	Operator string
 }
 
 // Backend is the server.Backend over one open ledger. It is safe for
@@ -98,6 +102,8 @@ type Backend struct {
 	failErr  error
 	failed   chan struct{}
 
+	note string // New's word to the operator
+
 	notifyMu sync.Mutex
 	changed  chan struct{} // closed and replaced after every append
 
@@ -107,9 +113,18 @@ type Backend struct {
 
 var _ server.Backend = (*Backend)(nil)
 
-// New returns a Backend serving l with the policy Options.Load reads now.
-// It appends nothing: the snapshots come into force with the first
-// handoff, or with Reload.
+// New returns a Backend serving l under the policy in force: the ledger
+// decides it, never this process's files alone. On a ledger with no policy
+// in force, the registry and lock Options.Load reads are brought into
+// force, with Options.Operator as their submitter. On a ledger that has
+// one, that one is served, and Note says so when the files differ (a
+// replica that was not reloaded, or files edited while the server was
+// down): only an operator's Reload brings the files into force.
+//
+// Submissions are decided under the policy in force when their commit is
+// built: when another process (a replica, an operator's reload) brought
+// another into force meanwhile, the submission is decided again under it.
+// A submission never brings a policy into force.
 func New(l *ledger.Ledger, o Options) (*Backend, error) {
 	if l == nil || o.Load == nil {
 		return nil, errors.New("ledgerbackend: a ledger and Options.Load are required")
@@ -127,13 +142,89 @@ func New(l *ledger.Ledger, o Options) (*Backend, error) {
 		o.Now = time.Now
 	}
 	o.Params.Format, o.Params.From, o.Params.To = "", "", ""
+	if o.Operator == "" {
+		o.Operator = "operator"
+	}
 	p, err := o.Load()
 	if err != nil {
 		return nil, err
 	}
 	b := &Backend{l: l, o: o, failed: make(chan struct{}), changed: make(chan struct{}), stats: l.Stats()}
 	b.pol.Store(p)
+	m, k, ok, err := b.inForce()
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: snapshotsOf(p), Submitter: o.Operator,
+			LockChanges: lockfile.ChangedBytes}); err != nil {
+			return nil, fmt.Errorf("bringing the registry and lock into force: %w", err)
+		}
+	case m != entry.Sum256(p.Registry.Snapshot) || k != entry.Sum256(p.LockBytes):
+		if err := b.adopt(); err != nil {
+			return nil, err
+		}
+		b.note = fmt.Sprintf("the manifest and lock files differ from the policy in force in the ledger (manifest %s, lock %s): "+
+			"serving the ledger's; a reload (SIGHUP or POST /v1/reload) brings the files into force", m, k)
+	}
 	return b, nil
+}
+
+// Note is what New found worth telling the operator ("" when nothing):
+// the files differ from the policy in force.
+func (b *Backend) Note() string { return b.note }
+
+// snapshotsOf is p as the snapshots that bring it into force.
+func snapshotsOf(p *Policy) []ledger.Snapshot {
+	return []ledger.Snapshot{
+		{What: entry.SnapshotManifest, Bytes: p.Registry.Snapshot},
+		{What: entry.SnapshotLock, Bytes: p.LockBytes},
+	}
+}
+
+// inForce returns the hashes of the manifest and lock in force.
+func (b *Backend) inForce() (manifest, lock entry.Hash, ok bool, err error) {
+	err = b.l.View(func(st ledger.State) error {
+		manifest, lock, ok = st.InForce()
+		return nil
+	})
+	return manifest, lock, ok, readErr(err)
+}
+
+// adopt serves the policy in force in the ledger: the manifest and lock
+// snapshots its head names, read from their stored bytes.
+func (b *Backend) adopt() error {
+	b.reload.Lock()
+	defer b.reload.Unlock()
+	m, k, ok, err := b.inForce()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: the ledger has no policy in force: an operator must reload", server.ErrUnavailable)
+	}
+	if cur := b.pol.Load(); entry.Sum256(cur.Registry.Snapshot) == m && entry.Sum256(cur.LockBytes) == k {
+		return nil // another submission adopted it first
+	}
+	mb, err := b.l.Blob(m)
+	if err != nil {
+		return fmt.Errorf("the manifest snapshot in force (%s): %w", m, readErr(err))
+	}
+	kb, err := b.l.Blob(k)
+	if err != nil {
+		return fmt.Errorf("the lock snapshot in force (%s): %w", k, readErr(err))
+	}
+	reg, err := manifest.ParseSnapshot(mb)
+	if err != nil {
+		return fmt.Errorf("the manifest snapshot in force (%s): %w", m, err)
+	}
+	reg.Dir = b.pol.Load().Registry.Dir
+	lk, err := lockfile.Parse("the lock snapshot in force", kb)
+	if err != nil {
+		return fmt.Errorf("the lock snapshot in force (%s): %w", k, err)
+	}
+	b.pol.Store(&Policy{Registry: reg, Lock: lk, LockBytes: kb})
+	return nil
 }
 
 // QueueDepth is the number of submissions being decided or waiting for a
@@ -255,6 +346,10 @@ func readErr(err error) error {
 	return err
 }
 
+// maxPolicyTries bounds how often one submission is decided again because
+// another policy came into force while it was decided.
+const maxPolicyTries = 4
+
 // request is a submission checked and ready to decide.
 type request struct {
 	cfg *govern.Config
@@ -275,7 +370,7 @@ func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
 	}
 	pol := b.pol.Load()
 	cfg := &govern.Config{Registry: pol.Registry, Lock: pol.Lock, LockBytes: pol.LockBytes, Params: b.o.Params,
-		Root: b.o.Root, Now: b.o.Now, Submitter: r.Submitter, TraceParent: r.TraceParent}
+		Root: b.o.Root, Now: b.o.Now, Submitter: r.Submitter, TraceParent: r.TraceParent, InForceOnly: true}
 	cfg.Params.Format, cfg.Params.From, cfg.Params.To = f, r.From, r.To
 	if r.IdempotencyKey != "" {
 		cfg.IdempotencyKey = r.Submitter + "/" + r.IdempotencyKey
@@ -344,6 +439,17 @@ func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.S
 	// a retry costs a decision, and a first use no extra read.
 	start := time.Now()
 	out, err := govern.Record(ctx, b.l, req.cfg, "request", req.p)
+	for try := 0; errors.Is(err, ledger.ErrPolicyChanged) && try < maxPolicyTries; try++ {
+		// Another policy came into force since req was prepared: decide
+		// it again under that one.
+		if err = b.adopt(); err != nil {
+			return nil, err
+		}
+		if req, err = b.prepare(r); err != nil {
+			return nil, err
+		}
+		out, err = govern.Record(ctx, b.l, req.cfg, "request", req.p)
+	}
 	var used *govern.KeyUsedError
 	switch {
 	case errors.As(err, &used):
@@ -398,6 +504,9 @@ func resultOf(e *entry.Entry, h entry.Hash) *server.SubmitResult {
 // Validate implements server.Backend.
 func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
 	r.IdempotencyKey = ""
+	if err := b.follow(); err != nil {
+		return nil, err
+	}
 	req, err := b.prepare(r)
 	if err != nil {
 		return nil, err
@@ -418,6 +527,18 @@ func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server
 			string(rec.Format), rec.HandoffID, rec.Source.ID, rec.Target.ID, rec.WorkflowID
 	}
 	return res, nil
+}
+
+// follow adopts the policy in force when it is not the one served.
+func (b *Backend) follow() error {
+	m, k, ok, err := b.inForce()
+	if err != nil {
+		return err
+	}
+	if cur := b.pol.Load(); ok && (entry.Sum256(cur.Registry.Snapshot) != m || entry.Sum256(cur.LockBytes) != k) {
+		return b.adopt()
+	}
+	return nil
 }
 
 // view returns entry seq as the API shows it.
@@ -723,10 +844,7 @@ func (b *Backend) Reload(ctx context.Context, operator string) ([]server.EntryVi
 	}
 	start := time.Now()
 	res, err := b.l.Append(ctx, &ledger.Request{
-		Snapshots: []ledger.Snapshot{
-			{What: entry.SnapshotManifest, Bytes: p.Registry.Snapshot},
-			{What: entry.SnapshotLock, Bytes: p.LockBytes},
-		},
+		Snapshots:   snapshotsOf(p),
 		Submitter:   operator,
 		LockChanges: lockfile.ChangedBytes,
 	})
