@@ -96,6 +96,16 @@ Examples:
 	}
 }
 
+// sharedPoll is how often the event streams of a server on a store other
+// replicas write (PostgreSQL) read the head for their entries: 0 for a
+// file, which only this process writes.
+func sharedPoll(db string) time.Duration {
+	if postgres.IsDSN(db) {
+		return 250 * time.Millisecond
+	}
+	return 0
+}
+
 // serveTLS reads the TLS flags: nil without --tls-cert.
 func serveTLS(c *cli.Context) (*tls.Config, error) {
 	cert, key, ca := c.String("tls-cert"), c.String("tls-key"), c.String("client-ca")
@@ -175,7 +185,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		return err
 	}
 	be, err := ledgerbackend.New(l, ledgerbackend.Options{Load: load, Params: params, Root: c.String("root"),
-		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), Operator: operator})
+		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), Operator: operator, Poll: sharedPoll(g.db)})
 	if err != nil {
 		return inputErr(err)
 	}

@@ -182,3 +182,24 @@ func TestServePolicyReplicas(t *testing.T) {
 		t.Errorf("%d lock snapshots, want the first and the reload", n)
 	}
 }
+
+// TestServeEventsAcrossReplicas: an event stream on replica B delivers an
+// entry committed through replica A, within seconds.
+func TestServeEventsAcrossReplicas(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	pgtest.Shared(t)
+	dsn, _ := pgDB(t)
+	e.db = dsn
+	a, b := e.start(), e.start()
+	head := e.head(b)
+	next, stop := openEvents(t, e, b, head)
+	defer stop()
+	r := e.do(a, "POST", "/v1/handoffs", "product", demoDoc(t, "01-product-to-analysis.json"))
+	if r.status != http.StatusCreated {
+		t.Fatalf("submit on A: %d %s", r.status, r.body)
+	}
+	seq := seqOf(t, r)
+	if id, _ := next(); id != itoaU(seq) {
+		t.Errorf("B's stream delivered event %s, want the entry %d committed through A", id, seq)
+	}
+}

@@ -82,6 +82,12 @@ type Options struct {
 	// Now is the clock of Validate (time.Now if nil); appends use the
 	// ledger's clock.
 	Now func() time.Time
+	// Poll, when above zero, is how often Watch reads the stored head even
+	// when this process appended nothing: for a store other processes
+	// write too (PostgreSQL replicas), so every replica's event stream
+	// delivers every replica's entries. 0: only this process's appends
+	// wake Watch.
+	Poll time.Duration
 	// Operator is the submitter of the snapshot entries New records on a
 	// ledger with no policy in force: whoever started the server with
 	// these files ("operator" if empty).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
@@ -85,8 +86,15 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 
 // Watch implements server.Backend. It subscribes to the next append before
 // it reads the head, so an entry committed while it delivers the backlog
-// wakes it: no entry is skipped.
+// wakes it: no entry is skipped. With Options.Poll it also reads the head
+// that often, for entries other processes committed.
 func (b *Backend) Watch(ctx context.Context, after uint64, fn func(server.EntryView) error) error {
+	var poll <-chan time.Time
+	if b.o.Poll > 0 {
+		t := time.NewTicker(b.o.Poll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		next := b.subscribe()
 		head, err := b.l.TreeSize()
@@ -107,6 +115,7 @@ func (b *Backend) Watch(ctx context.Context, after uint64, fn func(server.EntryV
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-next:
+		case <-poll:
 		case <-b.failed:
 			// No append will come; keep serving reads until ctx ends.
 			<-ctx.Done()
