@@ -58,6 +58,9 @@ Examples:
 			tokensFlag(&tokens),
 			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
+			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
+			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
+			&cli.BoolFlag{Name: "public-entries", Usage: "serve the tlog-tiles entry bundles without a token (they name agents, decisions and reasons)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
 			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
@@ -179,6 +182,11 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		ShutdownTimeout: c.Duration("shutdown-timeout"),
 		Heartbeat:       server.DefaultHeartbeat, MaxHeaderBytes: server.DefaultMaxHeaderBytes, RetryAfter: server.DefaultRetryAfter,
+	}
+	if c.Bool("tiles") {
+		cfg.Tiles = &server.TilesConfig{Prefix: c.String("tiles-prefix"), PublicEntries: c.Bool("public-entries")}
+	} else if c.IsSet("tiles-prefix") || c.Bool("public-entries") {
+		return usageErr("serve: --tiles-prefix and --public-entries need --tiles")
 	}
 	if c.Bool("ui") {
 		vk := c.String("verifier-key")
