@@ -251,6 +251,7 @@ func commands(g *globals) []*cli.Command {
 		benchCommand(g),
 		keygenCommand(g),
 		checkpointCommand(g),
+		publishCommand(g),
 		proveCommand(g),
 		verifyProofCommand(g),
 		redactCommand(g),
