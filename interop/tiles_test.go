@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/govledger/govledger/ledger/postgres/pgtest"
 	"github.com/govledger/govledger/tiles"
 )
 
@@ -342,4 +343,24 @@ func TestPublishInterrupted(t *testing.T) {
 	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, bigSize, cp.Size, p, oldRoot[:], cp.Hash); err != nil {
 		t.Fatalf("consistency of the published trees: %v", err)
 	}
+}
+
+// TestServePostgres: the same ledger copied into PostgreSQL ("govledger
+// copy") and served from there gives both clients the same tiles, roots
+// and proofs.
+func TestServePostgres(t *testing.T) {
+	e := fixture(t)
+	pg := pgtest.Start(t)
+	dsn := pg.CreateDB(t)
+	if out, code := e.run(t, e.db, "copy", "--from", e.db, "--to", dsn); code != 0 {
+		t.Fatalf("copy to PostgreSQL: exit %d\n%s", code, out)
+	}
+	base := e.serve(t, dsn)
+	u, _ := url.Parse(base + "/")
+	anon, _ := tessera.NewHTTPFetcher(u, nil)
+	checkTessera(t, e, anon, false)
+	withToken, _ := tessera.NewHTTPFetcher(u, nil)
+	withToken.SetAuthorizationHeader("Bearer " + e.reader)
+	checkTessera(t, e, withToken, true)
+	checkTorchwood(t, e, base, &http.Client{Transport: bearer{e.reader, http.DefaultTransport}}, true)
 }
