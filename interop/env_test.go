@@ -40,6 +40,7 @@ type env struct {
 	dir, bin, db, manifest, lock, tokens, key string
 	verifier                                  note.Verifier
 	reader                                    string // bearer token with ledger:read
+	operator                                  string // bearer token with operator
 	size                                      uint64
 	roots                                     map[uint64]tlog.Hash // govledger's TreeHash at a few sizes
 }
@@ -107,10 +108,16 @@ func newEnv() (*env, error) {
 	if err := f.Add(server.TokenEntry{Name: "reader", Scopes: []server.Scope{server.ScopeLedgerRead}, Hash: hash, Created: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}); err != nil {
 		return nil, err
 	}
+	e.reader = token
+	if e.operator, hash, err = server.NewToken(rand.Reader); err != nil {
+		return nil, err
+	}
+	if err := f.Add(server.TokenEntry{Name: "op", Scopes: []server.Scope{server.ScopeOperator}, Hash: hash, Created: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}); err != nil {
+		return nil, err
+	}
 	if err := server.WriteTokensFile(e.tokens, f); err != nil {
 		return nil, err
 	}
-	e.reader = token
 	if err := e.grow(e.db, bigSize); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"filippo.io/torchwood"
 	"github.com/transparency-dev/merkle/compact"
@@ -363,4 +364,68 @@ func TestServePostgres(t *testing.T) {
 	withToken.SetAuthorizationHeader("Bearer " + e.reader)
 	checkTessera(t, e, withToken, true)
 	checkTorchwood(t, e, base, &http.Client{Transport: bearer{e.reader, http.DefaultTransport}}, true)
+}
+
+// waitCheckpoint waits, in a bounded loop, until dir's checkpoint has size
+// entries, and returns it.
+func waitCheckpoint(t *testing.T, e *env, dir string, size uint64) {
+	t.Helper()
+	f := tessera.FileFetcher{Root: dir}
+	deadline := time.Now().Add(60 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		cp, _, _, err := tessera.FetchCheckpoint(context.Background(), f.ReadCheckpoint, e.verifier, origin)
+		if err == nil && cp.Size == size {
+			return
+		}
+		if err == nil {
+			err = fmt.Errorf("checkpoint of %d entries", cp.Size)
+		}
+		last = err
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	t.Fatalf("the folder's checkpoint never reached %d entries: %v", size, last)
+}
+
+// TestServePublishTo: serve --publish-to publishes at start, and again
+// after a commit (a reload that brings the registry and lock into force
+// appends two snapshot entries); both clients read the folder.
+func TestServePublishTo(t *testing.T) {
+	e := fixture(t)
+	db := filepath.Join(t.TempDir(), "ledger.db")
+	copyFile(t, e.db, db)
+	dir := filepath.Join(t.TempDir(), "public")
+	base := e.serve(t, db, "--publish-to", dir, "--publish-entries")
+	waitCheckpoint(t, e, dir, bigSize)
+	checkTessera(t, e, tessera.FileFetcher{Root: dir}, true)
+
+	req, _ := http.NewRequest("POST", base+"/v1/reload", nil)
+	req.Header.Set("Authorization", "Bearer "+e.operator)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || bytes.Count(body, []byte(`"kind":"snapshot"`)) != 2 {
+		t.Fatalf("POST /v1/reload: %d %s, want the two snapshot entries", res.StatusCode, body)
+	}
+	waitCheckpoint(t, e, dir, bigSize+2)
+	size := checkTessera(t, e, tessera.FileFetcher{Root: dir}, true)
+	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer static.Close()
+	checkTorchwood(t, e, static.URL, &http.Client{}, true)
+	// The live tile API and the folder agree.
+	live, _ := url.Parse(base + "/")
+	f, _ := tessera.NewHTTPFetcher(live, nil)
+	for _, tile := range []tiles.Tile{{Level: 1, Width: 256}, {Level: 0, Index: size / 256, Width: int(size % 256)}} {
+		a, err := f.ReadTile(context.Background(), uint64(tile.Level), tile.Index, uint8(tile.Width%256))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, tile.Path()))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the server's and the folder's differ (%v)", tile.Path(), err)
+		}
+	}
 }

@@ -60,6 +60,8 @@ Examples:
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
 			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
 			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
+			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish)"},
+			&cli.BoolFlag{Name: "publish-entries", Usage: "with --publish-to: also write the entry bundles (makes every entry public)"},
 			&cli.BoolFlag{Name: "public-entries", Usage: "serve the tlog-tiles entry bundles without a token (they name agents, decisions and reasons)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
 			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check"},
@@ -183,6 +185,12 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		ShutdownTimeout: c.Duration("shutdown-timeout"),
 		Heartbeat:       server.DefaultHeartbeat, MaxHeaderBytes: server.DefaultMaxHeaderBytes, RetryAfter: server.DefaultRetryAfter,
 	}
+	if c.String("publish-to") != "" && signer == nil {
+		return usageErr("serve: --publish-to needs --key (the checkpoint is signed)")
+	}
+	if c.Bool("publish-entries") && c.String("publish-to") == "" {
+		return usageErr("serve: --publish-entries needs --publish-to")
+	}
 	if c.Bool("tiles") {
 		cfg.Tiles = &server.TilesConfig{Prefix: c.String("tiles-prefix"), PublicEntries: c.Bool("public-entries")}
 	} else if c.IsSet("tiles-prefix") || c.Bool("public-entries") {
@@ -254,6 +262,13 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		}
 	}
 	defer removeSidecar()
+	stopPublisher := func() {}
+	if dir := c.String("publish-to"); dir != "" {
+		pctx, pcancel := context.WithCancel(ctx)
+		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"))
+		stopPublisher = func() { pcancel(); wait() }
+	}
+	defer func() { stopPublisher() }() // an early return
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
 		"db", g.dbName(), "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
@@ -262,6 +277,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	} else {
 		err = srv.Serve(ctx, ln)
 	}
+	stopPublisher() // before the ledger closes under it
+	stopPublisher = func() {}
 	cerr := l.Close() // waits for appends still queued
 	switch {
 	case be.Err() != nil:
