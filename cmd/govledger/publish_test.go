@@ -51,3 +51,25 @@ func TestPublishCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestServeTilesFlags: serve refuses tile and publish flags that cannot
+// work together, before listening.
+func TestServeTilesFlags(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	for _, c := range []struct {
+		what string
+		args []string
+		msg  string
+	}{
+		{"--publish-to without --key", []string{"--publish-to", filepath.Join(e.dir, "pub")}, "--publish-to needs --key"},
+		{"--publish-entries without --publish-to", []string{"--publish-entries"}, "--publish-entries needs --publish-to"},
+		{"--tiles-prefix without --tiles", []string{"--tiles=false", "--tiles-prefix", "/log"}, "need --tiles"},
+		{"a prefix under /v1", []string{"--tiles-prefix", "/v1/log"}, "tiles prefix"},
+		{"a prefix with a trailing slash", []string{"--tiles-prefix", "/log/"}, "tiles prefix"},
+	} {
+		out, code := e.cli(append([]string{"serve", "--addr", "127.0.0.1:0", "--tokens", e.tokens}, c.args...)...)
+		if code != exitUsage || !strings.Contains(out, c.msg) || strings.Contains(out, `"listening"`) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s", c.what, code, exitUsage, c.msg, out)
+		}
+	}
+}
