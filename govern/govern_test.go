@@ -314,4 +314,6 @@ func TestEntryTooLarge(t *testing.T) {
 	mustVerify(t, l)
 }
 
-func governtestHandoff(t *testing.T) *govern.Payload { return payload(t, "01-product-to-analysis.json", 1<<20) }
+func governtestHandoff(t *testing.T) *govern.Payload {
+	return payload(t, "01-product-to-analysis.json", 1<<20)
+}
