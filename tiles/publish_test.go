@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -266,4 +267,27 @@ func TestPublishRefusesFork(t *testing.T) {
 	if _, err := tiles.Publish(ctx, a, dir, tiles.PublishOptions{}); err == nil {
 		t.Error("publish without a signer: no error")
 	}
+}
+
+// TestPublishEntryTooLarge: an entry longer than a bundle carries stops a
+// publish with entries (naming it, before the checkpoint), not one of the
+// hash tiles only.
+func TestPublishEntryTooLarge(t *testing.T) {
+	const origin = "example.com/too-large"
+	l := newLedger(t, origin)
+	signer, verifier := newKey(t, origin)
+	grow(t, l, 3, "short")
+	grow(t, l, 1, strings.Repeat("n", tiles.MaxEntrySize))
+	dir := t.TempDir()
+	_, err := tiles.Publish(context.Background(), l, dir, tiles.PublishOptions{Signer: signer, Entries: true})
+	if !errors.Is(err, tiles.ErrEntryTooLarge) || !strings.Contains(err.Error(), "seq 4") {
+		t.Fatalf("publish with entries: %v, want ErrEntryTooLarge naming seq 4", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed publish wrote the checkpoint (%v)", err)
+	}
+	if _, err := tiles.Publish(context.Background(), l, dir, tiles.PublishOptions{Signer: signer}); err != nil {
+		t.Fatalf("publish of the hash tiles: %v", err)
+	}
+	checkDir(t, dir, verifier, origin, false)
 }
