@@ -132,12 +132,7 @@ func compact(rs []reason.Reason, limit int64) []reason.Reason {
 	if limit <= 0 {
 		return rs
 	}
-	size := int64(2)
-	for _, r := range rs {
-		// The JSON of a reason: its four members, quoted and escaped.
-		size += int64(len(`{"code":"","field":"","message":"","severity":""},`)+len(r.Code)+len(r.Severity)) +
-			int64(len(jsonString(r.Field))+len(jsonString(r.Message)))
-	}
+	size := ReasonsSize(rs)
 	if size <= limit {
 		return rs
 	}
@@ -173,9 +168,13 @@ func compact(rs []reason.Reason, limit int64) []reason.Reason {
 func ReasonsSize(rs []reason.Reason) int64 {
 	size := int64(2)
 	for _, r := range rs {
-		// Four members, quoted and escaped, and a comma.
-		size += int64(len(`{"code":"","field":"","message":"","severity":""},`)+len(r.Code)+len(r.Severity)) +
+		// Four members (the quotes of field and message come with them),
+		// and a comma.
+		size += int64(len(`{"code":"","field":,"message":,"severity":""},`)+len(r.Code)+len(r.Severity)) +
 			int64(len(jsonString(r.Field))+len(jsonString(r.Message)))
+	}
+	if len(rs) > 0 {
+		size-- // no comma after the last
 	}
 	return size
 }
