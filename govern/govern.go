@@ -216,7 +216,7 @@ func Validate(c *Config, name string, p *Payload, st policy.State) (*Outcome, er
 	if c.Now != nil {
 		now = c.Now
 	}
-	d := policy.Decide(c.input(p, in, now().UTC(), st))
+	d, _ := decide(c.input(p, in, now().UTC(), st))
 	return &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256, Decision: d}, nil
 }
 
@@ -243,8 +243,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	}
 	t0 := now().UTC().Round(0)
 	guess := &recordingState{manifest: entry.Sum256(c.Registry.Snapshot), lock: entry.Sum256(c.LockBytes)}
-	pin := c.input(p, in, t0, guess)
-	pre := policy.Decide(pin)
+	pre, pin := decide(c.input(p, in, t0, guess))
 	// Fill the entry too, outside the commit: Build copies it when the
 	// entry time and every answer of the ledger state are the guessed ones.
 	filled := &entry.Entry{}
@@ -275,8 +274,7 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 				out.Decision = pre
 				return nil
 			}
-			pin := c.input(p, in, e.Time.Time, st)
-			d := policy.Decide(pin)
+			d, pin := decide(c.input(p, in, e.Time.Time, st))
 			if err := d.Fill(e, pin); err != nil {
 				return err
 			}
@@ -291,6 +289,21 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	}
 	out.Appended = res.Entries
 	return out, nil
+}
+
+// decide takes the decision on pin, and again with
+// Params.MaxReasonsBytes set when its reasons exceed
+// policy.DefaultMaxReasonsBytes: that decision is recorded compact
+// (ENTRY_TOO_LARGE), so its entry fits a tlog-tiles entry bundle. Only such
+// entries record the bound in their inputs; verify re-decides each entry
+// with the params it records, so every entry replays as it was taken.
+func decide(pin policy.Input) (*policy.Decision, policy.Input) {
+	d := policy.Decide(pin)
+	if pin.Inputs.Params.MaxReasonsBytes == 0 && policy.ReasonsSize(d.Reasons) > policy.DefaultMaxReasonsBytes {
+		pin.Inputs.Params.MaxReasonsBytes = policy.DefaultMaxReasonsBytes
+		d = policy.Decide(pin)
+	}
+	return d, pin
 }
 
 // recordingState answers as a ledger in which nothing was accepted or

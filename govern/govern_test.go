@@ -259,3 +259,61 @@ func TestIdempotencyKeyOnce(t *testing.T) {
 	}
 	mustVerify(t, l)
 }
+
+// TestEntryTooLarge records a document with 30,000 schema errors, whose
+// reasons alone would take 5 MB: its entry is compact (the critical
+// reasons and one ENTRY_TOO_LARGE counting the rest), fits the 65,535
+// bytes of a tlog-tiles entry, records the bound it was taken with, and
+// verifies; a small document's entry does not record the bound.
+func TestEntryTooLarge(t *testing.T) {
+	cfg, dir := setup(t)
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), &bolt.Options{Now: cfg.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	doc, err := demo.Document("01-product-to-analysis.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Replace(string(doc), `"constraints": [`, `"constraints": [`+strings.Repeat("1, ", 30000), 1)
+	if big == string(doc) {
+		t.Fatal("the demo document has no constraints list to fill")
+	}
+	p, err := govern.ReadPayload(strings.NewReader(big), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := govern.Validate(cfg, "big", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := govern.Record(context.Background(), l, cfg, "big", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := o.Entry()
+	rs := *a.Entry.Reasons
+	if len(a.Raw) > 65535 || a.Entry.Decision != reason.Rejected || len(rs) != 1 || rs[0].Code != reason.EntryTooLarge {
+		t.Fatalf("entry of %d bytes, decision %s, %d reasons (first %v)", len(a.Raw), a.Entry.Decision, len(rs), rs[0].Code)
+	}
+	if !strings.Contains(rs[0].Message, "SCHEMA_INVALID ×30000") || !bytes.Contains(a.Entry.Inputs, []byte(`"max_reasons_bytes":49152`)) {
+		t.Errorf("message %q, inputs %s", rs[0].Message, a.Entry.Inputs)
+	}
+	if len(full.Decision.Reasons) != 1 { // Validate compacts as Record does
+		t.Errorf("validate gives %d reasons", len(full.Decision.Reasons))
+	}
+	small := governtestHandoff(t)
+	o, err = govern.Record(context.Background(), l, cfg, "small", small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(o.Entry().Entry.Inputs, []byte("max_reasons_bytes")) {
+		t.Errorf("a small decision records the bound: %s", o.Entry().Entry.Inputs)
+	}
+	mustVerify(t, l)
+}
+
+func governtestHandoff(t *testing.T) *govern.Payload {
+	return payload(t, "01-product-to-analysis.json", 1<<20)
+}

@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/govledger/govledger/tiles"
 )
 
 // The ledger's entries are the leaves of an RFC 6962 Merkle tree: leaf i
@@ -74,4 +77,49 @@ func (l *Ledger) treeView(size uint64, fn func(tlog.HashReader) error) error {
 		}
 		return fn(v)
 	})
+}
+
+// errBundleFull stops the scan of an entry bundle.
+var errBundleFull = errors.New("bundle full")
+
+// Tile returns the bytes of the tlog-tiles resource t of the stored tree:
+// a hash tile's t.Width hashes, or an entry bundle of the canonical bytes
+// of entries t.Index*256+1 … t.Index*256+t.Width, each prefixed by its
+// length. Its bytes never change once the tree has t.MinTreeSize()
+// leaves; before that it fails with an error wrapping ErrNotFound. An
+// entry longer than tiles.MaxEntrySize fails the bundle with a
+// *RecordError (naming its seq) wrapping tiles.ErrEntryTooLarge.
+func (l *Ledger) Tile(ctx context.Context, t tiles.Tile) (data []byte, err error) {
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadRange, err)
+	}
+	err = l.view(ctx, func(v View) error {
+		if need, head := t.MinTreeSize(), v.Head().Seq; need > head {
+			return fmt.Errorf("%s: %w: needs %d entries, the ledger has %d", t.Path(), ErrNotFound, need, head)
+		}
+		if !t.Entries {
+			data, err = tiles.HashTile(v, t)
+			return err
+		}
+		first, last := t.Index*tiles.Width+1, t.Index*tiles.Width+uint64(t.Width)
+		data = make([]byte, 0, t.Width*512)
+		err := v.Scan(ctx, first, func(seq uint64, raw []byte) error {
+			var err error
+			if data, err = tiles.AppendEntry(data, raw); err != nil {
+				return &RecordError{Seq: seq, Op: "entry bundle", Err: err}
+			}
+			if seq == last {
+				return errBundleFull
+			}
+			return nil
+		})
+		if err == errBundleFull {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: %s: the scan ended before seq %d", ErrCorrupt, t.Path(), last)
+		}
+		return err
+	})
+	return data, err
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
 	"github.com/govledger/govledger/lockfile"
@@ -116,7 +118,72 @@ func Decide(in Input) *Decision {
 	slices.SortStableFunc(rs, func(a, b reason.Reason) int { return rank(a.Severity) - rank(b.Severity) })
 	slices.Sort(c.blocks)
 	c.blocks = slices.Compact(c.blocks)
+	rs = compact(rs, in.Inputs.Params.MaxReasonsBytes)
 	return &Decision{Decision: reason.Decide(rs), Reasons: rs, Record: rec, Blocks: c.blocks}
+}
+
+// compact returns rs, or, when their JSON takes more than limit bytes (a
+// limit above 0), their compact form: the critical reasons (they carry
+// the blocks, at most one per agent), then one ENTRY_TOO_LARGE error that
+// counts the reasons by code. The decision is then rejected, and the
+// entry records the document by hash and size as PAYLOAD_TOO_LARGE does;
+// "govledger validate" on the payload lists every reason.
+func compact(rs []reason.Reason, limit int64) []reason.Reason {
+	if limit <= 0 {
+		return rs
+	}
+	size := ReasonsSize(rs)
+	if size <= limit {
+		return rs
+	}
+	var out []reason.Reason
+	counts := map[reason.Code]int{}
+	var order []reason.Code
+	for _, r := range rs {
+		if r.Severity == reason.Critical {
+			out = append(out, r)
+		}
+		if counts[r.Code] == 0 {
+			order = append(order, r.Code)
+		}
+		counts[r.Code]++
+	}
+	var by strings.Builder
+	for i, code := range order {
+		if i == 20 {
+			fmt.Fprintf(&by, ", and %d more codes", len(order)-i)
+			break
+		}
+		if i > 0 {
+			by.WriteString(", ")
+		}
+		fmt.Fprintf(&by, "%s ×%d", code, counts[code])
+	}
+	return append(out, reason.Reason{Code: reason.EntryTooLarge, Severity: reason.Error,
+		Message: fmt.Sprintf("the decision has %d reasons (%d bytes of JSON, more than the %d an entry keeps, so that it fits the 65,535 bytes of a tlog-tiles entry): %s; the document is recorded by hash and size, and \"govledger validate\" on it lists every reason",
+			len(rs), size, limit, by.String())})
+}
+
+// ReasonsSize returns the length of the JSON array of rs in an entry.
+func ReasonsSize(rs []reason.Reason) int64 {
+	size := int64(2)
+	for _, r := range rs {
+		// Four members (the quotes of field and message come with them),
+		// and a comma.
+		size += int64(len(`{"code":"","field":,"message":,"severity":""},`)+len(r.Code)+len(r.Severity)) +
+			int64(len(jsonString(r.Field))+len(jsonString(r.Message)))
+	}
+	if len(rs) > 0 {
+		size-- // no comma after the last
+	}
+	return size
+}
+
+// jsonString returns s as a JSON string, escaped as the entry encoding
+// escapes it.
+func jsonString(s string) []byte {
+	b, _ := jsontext.AppendQuote(nil, s)
+	return b
 }
 
 func rank(s reason.Severity) int {

@@ -28,7 +28,19 @@ type Params struct {
 	// MaxPayload is the largest payload, in bytes, that is parsed; larger
 	// ones are rejected with PAYLOAD_TOO_LARGE. 0 means no limit.
 	MaxPayload int64 `json:"max_payload"`
+	// MaxReasonsBytes bounds the JSON of a decision's reasons: a decision
+	// whose reasons take more is recorded compact (ENTRY_TOO_LARGE, see
+	// Decide), so its entry fits the 65,535 bytes a tlog-tiles entry bundle
+	// carries. 0 means no bound. A recorder decides without it first and
+	// sets it only when the reasons exceed DefaultMaxReasonsBytes (see
+	// govern), so only the entries it compacted record it.
+	MaxReasonsBytes int64 `json:"max_reasons_bytes,omitzero"`
 }
+
+// DefaultMaxReasonsBytes is the MaxReasonsBytes recorders apply: 48 KiB of
+// reasons leave 16 KiB of the 65,535-byte entry to everything else (ids
+// and agents of at most 256 bytes each, hashes, inputs).
+const DefaultMaxReasonsBytes = 48 << 10
 
 // Inputs is what a decision depends on besides the payload, the snapshots
 // in force, the ledger state and the entry time. Its canonical JSON
@@ -50,6 +62,9 @@ func (in Inputs) valid() error {
 	}
 	if p.MaxPayload < 0 {
 		return fmt.Errorf("%w: params.max_payload %d is negative", ErrInputs, p.MaxPayload)
+	}
+	if p.MaxReasonsBytes < 0 {
+		return fmt.Errorf("%w: params.max_reasons_bytes %d is negative", ErrInputs, p.MaxReasonsBytes)
 	}
 	for i, o := range in.Observations {
 		if o.Op != "file" && o.Op != "dir" {
@@ -170,6 +185,10 @@ func appendInputs(b []byte, in Inputs) ([]byte, bool) {
 	num(p.MaxAge)
 	b = append(b, `,"max_payload":`...)
 	num(p.MaxPayload)
+	if p.MaxReasonsBytes != 0 {
+		b = append(b, `,"max_reasons_bytes":`...)
+		num(p.MaxReasonsBytes)
+	}
 	if p.Strict {
 		b = append(b, `,"strict":true`...)
 	}

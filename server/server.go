@@ -54,6 +54,9 @@ type Config struct {
 	Metrics *Metrics
 	// QueueDepth, when set, is exported as govledger_commit_queue_depth.
 	QueueDepth func() int
+	// Tiles, when set, serves the tlog-tiles read API (see TilesConfig);
+	// the Backend must then be a TileBackend.
+	Tiles *TilesConfig
 	// UI, when set, is mounted under /ui/ (the audit viewer, package
 	// server/ui); its session cookie then also authenticates GET requests
 	// of the API.
@@ -151,7 +154,7 @@ func (c *Config) valid() error {
 	case c.MaxHeaderBytes < 0 || c.MaxHeaderBytes >= 1<<20:
 		return fmt.Errorf("server: MaxHeaderBytes %d: want below 1 MiB", c.MaxHeaderBytes)
 	}
-	return nil
+	return c.Tiles.valid(c.Backend)
 }
 
 // String describes the configuration's limits and timeouts, for a log line.
@@ -222,6 +225,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.routes = s.routeTable()
 	for _, rt := range s.routes {
+		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+	}
+	for _, rt := range s.tileRoutes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
 	if cfg.UI != nil {
@@ -534,6 +540,7 @@ type route struct {
 	write  bool // appends to the ledger: problems say whether anything was written
 	body   bool // takes a request body: Content-Encoding refused
 	stream bool // long-lived answer: no handler deadline, the stream cap applies
+	capped bool // a public route under the read cap all the same (the tile API)
 	h      func(w http.ResponseWriter, r *http.Request, p *Principal) error
 }
 
@@ -583,7 +590,7 @@ func (s *Server) wrap(rt *route) http.Handler {
 				}
 			}
 		}
-		if len(rt.scopes) > 0 { // health, metrics and the OpenAPI document answer under any load
+		if len(rt.scopes) > 0 || rt.capped { // health, metrics and the OpenAPI document answer under any load
 			sem := s.reads
 			switch {
 			case rt.stream:

@@ -13,6 +13,7 @@ import (
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/tiles"
 )
 
 // Options are the caller's additions to a replay. The zero value replays
@@ -322,6 +323,10 @@ func (r *replayer) judge(j *job) {
 	if e == nil {
 		j.raise(stageAny)
 		return
+	}
+	if len(j.raw) > tiles.MaxEntrySize {
+		r.add(Finding{Seq: seq, Kind: KindEntryTooLarge, Want: fmt.Sprintf("<= %d bytes", tiles.MaxEntrySize), Got: fmt.Sprintf("%d bytes", len(j.raw)),
+			Message: "the entry is longer than a tlog-tiles entry bundle carries: its bundle is not served or published (read it from /v1/entries or an export)"})
 	}
 	if !r.lastTime.IsZero() && e.Time.Before(r.lastTime) {
 		r.add(Finding{Seq: seq, Kind: KindTimeBackwards, Want: ">= " + r.lastTime.Format(time.RFC3339Nano), Got: e.Time.Format(time.RFC3339Nano),

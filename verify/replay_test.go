@@ -177,6 +177,9 @@ func TestReplayFindings(t *testing.T) {
 			c.now = c.now.Add(-time.Hour)
 			c.handoff("h4", []byte("payload four"), manifestV1, lockV2, nil, nil)
 		}, kinds: "9:time_backwards", ok: true},
+		{name: "entry-too-large-warning", edit: func(t *testing.T, c *chain, o *verify.Options) {
+			c.add(&entry.Entry{Kind: entry.KindUnblock, Agent: "a", Note: strings.Repeat("n", 70000)}, nil)
+		}, kinds: "10:entry_too_large", ok: true},
 		{name: "structural", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			o.Structural = func(context.Context) ([]ledger.Finding, error) {
 				return []ledger.Finding{{Seq: 4, Kind: "index", Want: "x", Got: "y"}, {Kind: "unknown_key", Got: "bucket evil"}}, nil

@@ -33,6 +33,11 @@ const (
 	KindTree       = "tree"        // structural: a stored tree hash disagrees with the chain
 	KindCorrupt    = "corrupt"     // the file could not be read (a recovered panic, a damaged page)
 	KindExportLine = "export_line" // an export line is not valid
+	// KindEntryTooLarge (warning): the entry's bytes are longer than the
+	// 65,535 a tlog-tiles entry bundle carries (tiles.MaxEntrySize): the
+	// tile API answers 422 for its bundle, and publish --entries stops
+	// there. Entries recorded before ENTRY_TOO_LARGE existed can be so.
+	KindEntryTooLarge = "entry_too_large"
 )
 
 // Finding is one inconsistency. It is self-contained: Seq, Kind, and the
@@ -55,7 +60,9 @@ type Finding struct {
 
 // Warning reports whether f is only a warning: it does not make the report
 // fail and does not count for FirstBad.
-func (f Finding) Warning() bool { return f.Kind == KindTimeBackwards || f.Kind == KindMessage }
+func (f Finding) Warning() bool {
+	return f.Kind == KindTimeBackwards || f.Kind == KindMessage || f.Kind == KindEntryTooLarge
+}
 
 func (f Finding) String() string {
 	s := fmt.Sprintf("seq %d: %s: %s", f.Seq, f.Kind, f.Message)

@@ -263,6 +263,7 @@ func commands(g *globals) []*cli.Command {
 		benchCommand(g),
 		keygenCommand(g),
 		checkpointCommand(g),
+		publishCommand(g),
 		proveCommand(g),
 		verifyProofCommand(g),
 		redactCommand(g),

@@ -59,6 +59,11 @@ Examples:
 			tokensFlag(&tokens),
 			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
+			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
+			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
+			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish)"},
+			&cli.BoolFlag{Name: "publish-entries", Usage: "with --publish-to: also write the entry bundles (makes every entry public)"},
+			&cli.BoolFlag{Name: "public-entries", Usage: "serve the tlog-tiles entry bundles without a token (they name agents, decisions and reasons)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
 			&cli.StringFlag{Name: "verifier-key", Usage: "the viewer's checkpoint verifier key (file or literal, see keygen) for its in-browser proof check (default: the key --key signs with)"},
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
@@ -222,6 +227,17 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	// The verification reads the ledger: it ends before the ledger closes.
 	stopVerify := func() { vcancel(); <-vdone }
 	defer stopVerify()
+	if c.String("publish-to") != "" && signer == nil {
+		return usageErr("serve: --publish-to needs --key (the checkpoint is signed)")
+	}
+	if c.Bool("publish-entries") && c.String("publish-to") == "" {
+		return usageErr("serve: --publish-entries needs --publish-to")
+	}
+	if c.Bool("tiles") {
+		cfg.Tiles = &server.TilesConfig{Prefix: c.String("tiles-prefix"), PublicEntries: c.Bool("public-entries")}
+	} else if c.IsSet("tiles-prefix") || c.Bool("public-entries") {
+		return usageErr("serve: --tiles-prefix and --public-entries need --tiles")
+	}
 	if c.Bool("ui") {
 		vk := c.String("verifier-key")
 		if b, err := os.ReadFile(vk); vk != "" && err == nil {
@@ -295,6 +311,13 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		}
 	}
 	defer removeSidecar()
+	stopPublisher := func() {}
+	if dir := c.String("publish-to"); dir != "" {
+		pctx, pcancel := context.WithCancel(ctx)
+		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"))
+		stopPublisher = func() { pcancel(); wait() }
+	}
+	defer func() { stopPublisher() }() // an early return
 	log.Info("listening", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "pid", os.Getpid(),
 		"db", g.dbName(), "origin", l.Origin(), "manifest", g.manifest, "lock", g.lock, "tokens", tokensFile,
 		"mtls", tc != nil && tc.ClientCAs != nil, "checkpoints", signer != nil, "limits", cfg.String())
@@ -304,6 +327,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		err = srv.Serve(ctx, ln)
 	}
 	stopVerify()
+	stopPublisher() // before the ledger closes under it
+	stopPublisher = func() {}
 	cerr := l.Close() // waits for appends still queued
 	switch {
 	case be.Err() != nil:

@@ -29,6 +29,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/tiles"
 )
 
 // Store describes a driver to RunStore.
@@ -61,6 +62,7 @@ func RunStore(t *testing.T, s Store) {
 		{"Chain", testChain},
 		{"Tables", testTables},
 		{"Tree", testTree},
+		{"Tiles", testTiles},
 		{"Find", testFind},
 		{"Conflict", testConflict},
 		{"Race", testRace},
@@ -872,3 +874,97 @@ func testDurable(t *testing.T, s Store) {
 	appendOK(t, l2, handoff{id: "after", source: "a", target: "b"}.request())
 	sameTables(t, view(t, d2))
 }
+
+// testTiles reads every tlog-tiles resource of a tree of 600 entries (two
+// full level-0 tiles, partial tiles at levels 0 and 1) through
+// Ledger.Tile, and checks them against tlog's tree over the entries: the
+// hashes, the root rebuilt from the tiles alone, each bundle's entries,
+// partial tiles of smaller sizes, and ErrNotFound beyond the head.
+func testTiles(t *testing.T, s Store) {
+	l, d := open(t, s)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 600 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			appendOK(t, l, unblock(fmt.Sprintf("agent-%03d", i)))
+		}()
+	}
+	wg.Wait()
+	v := view(t, d)
+	es, hs := entries(t, v)
+	lt := treeOf(t, hs)
+	n := uint64(len(hs))
+	data := map[tlog.Tile][]byte{}
+	count := 0
+	for tile := range tiles.HashTiles(0, n) {
+		got, err := l.Tile(ctx, tile)
+		if err != nil {
+			t.Fatalf("Tile(%s) = %v", tile, err)
+		}
+		want, _ := tiles.HashTile(lt, tile)
+		if !bytes.Equal(got, want) || len(got) != tile.Width*tiles.HashSize {
+			t.Fatalf("Tile(%s): %d bytes, not tlog's %d", tile, len(got), len(want))
+		}
+		data[tile.TlogTile()] = got
+		count++
+	}
+	if count != 4 { // 0/000, 0/001, 0/002.p/88, 1/000.p/2
+		t.Errorf("%d hash tiles for %d entries, want 4", count, n)
+	}
+	root, _ := tlog.TreeHash(int64(n), lt)
+	fromTiles, err := tlog.TreeHash(int64(n), tlog.TileHashReader(tlog.Tree{N: int64(n), Hash: root}, tileData(data)))
+	if err != nil || fromTiles != root {
+		t.Errorf("root from the tiles = %x, %v; want %x", fromTiles, err, root)
+	}
+	for b := range tiles.EntryBundles(0, n) {
+		got, err := l.Tile(ctx, b)
+		if err != nil {
+			t.Fatalf("Tile(%s) = %v", b, err)
+		}
+		raws, err := tiles.SplitBundle(got)
+		if err != nil || len(raws) != b.Width {
+			t.Fatalf("bundle %s: %d entries, %v", b, len(raws), err)
+		}
+		for i, raw := range raws {
+			seq := b.Index*tiles.Width + uint64(i) + 1
+			if entry.LeafHash(raw) != hs[seq-1] || es[seq-1].Seq != seq {
+				t.Fatalf("bundle %s entry %d is not entry seq %d", b, i, seq)
+			}
+		}
+	}
+	// A partial tile of an earlier size is a prefix of the full tile.
+	full, _ := l.Tile(ctx, tiles.Tile{Width: 256})
+	part, err := l.Tile(ctx, tiles.Tile{Width: 3})
+	if err != nil || !bytes.Equal(part, full[:3*tiles.HashSize]) {
+		t.Errorf("tile/0/000.p/3 = %x, %v; want the first 3 hashes of tile/0/000", part, err)
+	}
+	for _, beyond := range []tiles.Tile{
+		{Index: 2, Width: 256}, {Index: 2, Width: 89}, {Level: 1, Width: 3}, {Entries: true, Index: 2, Width: 256}, {Entries: true, Index: 3, Width: 1},
+	} {
+		if got, err := l.Tile(ctx, beyond); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Tile(%s) beyond %d entries = %d bytes, %v; want ErrNotFound", beyond, n, len(got), err)
+		}
+	}
+	if _, err := l.Tile(ctx, tiles.Tile{Width: 0}); !errors.Is(err, ledger.ErrBadRange) {
+		t.Errorf("Tile of width 0 = %v, want ErrBadRange", err)
+	}
+}
+
+// tileData is a tlog.TileReader over tiles held in memory.
+type tileData map[tlog.Tile][]byte
+
+func (m tileData) Height() int { return tiles.Height }
+func (m tileData) ReadTiles(ts []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(ts))
+	for i, t := range ts {
+		b, ok := m[t]
+		if !ok {
+			return nil, fmt.Errorf("no tile %s", t.Path())
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+func (m tileData) SaveTiles([]tlog.Tile, [][]byte) {}

@@ -24,6 +24,7 @@ import (
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/tiles"
 )
 
 // DefaultMaxQueue is Options.MaxQueue's default.
@@ -773,6 +774,21 @@ func (b *Backend) Checkpoint(ctx context.Context) ([]byte, error) {
 		return nil, readErr(err)
 	}
 	return msg, nil
+}
+
+// Tile implements server.TileBackend: a tlog-tiles hash tile or entry
+// bundle of the stored tree. An entry bundle holding an entry over the
+// 65,535 bytes a bundle can carry answers 422, naming the entry (read it
+// from /v1/entries/SEQ).
+func (b *Backend) Tile(ctx context.Context, t tiles.Tile) ([]byte, error) {
+	data, err := b.l.Tile(ctx, t)
+	if errors.Is(err, tiles.ErrEntryTooLarge) {
+		return nil, fmt.Errorf("%w: %s: %v (read the entry from /v1/entries)", server.ErrUnprocessable, t.Path(), err)
+	}
+	if err != nil {
+		return nil, readErr(err)
+	}
+	return data, nil
 }
 
 // Consistency implements server.Backend.

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/ledgerbackend"
+	"github.com/govledger/govledger/tiles"
+)
+
+// startPublisher publishes l into dir as a static tlog-tiles log (serve
+// --publish-to): once at start, then after commits, coalesced (a publish
+// covers every commit before it). It stops when ctx ends; wait returns once
+// the publish in progress, if any, is done, so the ledger can be closed.
+func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be *ledgerbackend.Backend, signer note.Signer, dir string, entries bool) (wait func()) {
+	poke := make(chan struct{}, 1)
+	poke <- struct{}{}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		head, _ := l.TreeSize()
+		be.Watch(ctx, head, func(server.EntryView) error {
+			select {
+			case poke <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-poke:
+			}
+			res, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Signer: signer, Entries: entries})
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error("publish failed; the folder keeps its last checkpoint", "dir", dir, "error", err.Error())
+				}
+				continue
+			}
+			if res.Size != res.OldSize {
+				log.Info("published", "dir", dir, "size", res.Size, "old_size", res.OldSize, "tiles", res.Tiles, "bundles", res.Bundles)
+			}
+		}
+	}()
+	return wg.Wait
+}
