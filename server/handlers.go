@@ -813,6 +813,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ *Principal)
 	})
 	cancel()
 	wg.Wait()
+	if re := revokedCause(r.Context()); re != nil {
+		// The credential no longer holds: say so, as the stream's last
+		// event (an EventSource reconnecting then gets 401).
+		p := newProblem(http.StatusUnauthorized, CodeUnauthenticated, re.Error())
+		p.Instance, p.RequestID = r.URL.Path, infoFrom(r.Context()).id
+		if b, err := marshal(p); err == nil {
+			sw.write(append(append([]byte("event: revoked\ndata: "), b...), "\n\n"...), true)
+		}
+		return nil
+	}
 	if err != nil && ctx.Err() == nil {
 		var ne interface{ Timeout() bool }
 		if !errors.As(err, &ne) { // a write that timed out is a gone client, not a server error
