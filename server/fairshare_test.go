@@ -307,6 +307,8 @@ func TestStreamAuthority(t *testing.T) {
 	ended := func(c *sseClient, what string) time.Duration {
 		t.Helper()
 		start := time.Now()
+		timeout := time.NewTimer(2 * time.Second) // one deadline: heartbeats must not extend it
+		defer timeout.Stop()
 		var last sseEvent
 		for {
 			select {
@@ -320,7 +322,7 @@ func TestStreamAuthority(t *testing.T) {
 				if ev.event != "comment" {
 					last = ev
 				}
-			case <-time.After(2 * time.Second):
+			case <-timeout.C:
 				t.Fatalf("%s: stream still open 2s later", what)
 			}
 		}
