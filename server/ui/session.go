@@ -27,10 +27,10 @@ const (
 type session struct {
 	id        string
 	principal string // whose session: the per-principal cap counts by it
-	token   string // re-authenticated on every request: revocation applies at once
-	csrf    string
-	created time.Time
-	expires time.Time
+	token     string // re-authenticated on every request: revocation applies at once
+	csrf      string
+	created   time.Time
+	expires   time.Time
 }
 
 // sessions is the server-side session map.

@@ -26,8 +26,8 @@ const (
 	DefaultMaxSessions = 10000
 	// DefaultMaxSessionsPerPrincipal is MaxSessionsPerPrincipal's default.
 	DefaultMaxSessionsPerPrincipal = 16
-	DefaultPageSize    = 50
-	DefaultMaxSlice    = 10000
+	DefaultPageSize                = 50
+	DefaultMaxSlice                = 10000
 )
 
 // ContentSecurityPolicy is sent with every answer of the UI: scripts,
@@ -57,8 +57,8 @@ type Config struct {
 	// MaxSessionsPerPrincipal caps one principal's sessions; a login
 	// beyond ends that principal's oldest session (and no other's).
 	MaxSessionsPerPrincipal int
-	PageSize    int           // timeline and agent history rows per page
-	MaxSlice    int           // entries in one evidence slice: 422 beyond
+	PageSize                int // timeline and agent history rows per page
+	MaxSlice                int // entries in one evidence slice: 422 beyond
 
 	Now  func() time.Time // time.Now if nil
 	Rand io.Reader        // crypto/rand if nil: session ids and CSRF tokens
