@@ -659,24 +659,33 @@ func (s *Server) wrap(rt *route) http.Handler {
 		info.route, info.write = rt.pattern(), rt.write
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// refuse answers err before the body is read: the connection then
+		// closes, so the server does not wait to discard a body sent
+		// slowly (at the sender's pace, up to ReadTimeout).
+		refuse := func(err error) {
+			if rt.body {
+				w.Header().Set("Connection", "close")
+			}
+			s.answerError(w, r, info, err)
+		}
 		var p *Principal
 		if len(rt.scopes) > 0 {
 			var err error
 			if p, err = s.authenticate(w, r); err != nil {
-				s.answerError(w, r, info, err)
+				refuse(err)
 				return
 			}
 			info.principal = p.Name
 			markAuthenticated(r)
 			if err := s.allow(p.Name); err != nil {
 				s.metrics.rateLimited.WithLabelValues(info.route).Inc()
-				s.answerError(w, r, info, err)
+				refuse(err)
 				return
 			}
 			for _, sc := range rt.scopes {
 				if !p.Has(sc) {
 					s.metrics.authFail.WithLabelValues("scope").Inc()
-					s.answerError(w, r, info, &httpError{status: http.StatusForbidden, code: CodeForbiddenScope,
+					refuse(&httpError{status: http.StatusForbidden, code: CodeForbiddenScope,
 						detail: fmt.Sprintf("principal %q lacks scope %s (this route needs %s)", p.Name, sc, scopeNames(rt.scopes))})
 					return
 				}
@@ -686,7 +695,7 @@ func (s *Server) wrap(rt *route) http.Handler {
 		if rt.body {
 			for _, ce := range r.Header.Values("Content-Encoding") {
 				if !strings.EqualFold(strings.TrimSpace(ce), "identity") {
-					s.answerError(w, r, info, unsupportedMedia("Content-Encoding %q refused: send the body uncompressed", ce))
+					refuse(unsupportedMedia("Content-Encoding %q refused: send the body uncompressed", ce))
 					return
 				}
 			}
@@ -701,7 +710,7 @@ func (s *Server) wrap(rt *route) http.Handler {
 			}
 			release, err := s.admit(class, p.Name)
 			if err != nil {
-				s.answerError(w, r, info, err)
+				refuse(err)
 				return
 			}
 			defer release()
