@@ -103,6 +103,8 @@ type Backend struct {
 
 	statsMu sync.Mutex
 	stats   ledger.Stats
+
+	filters filterIndex // codes, formats and kinds (index.go)
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -469,9 +471,11 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	return data, nil
 }
 
-// Entries implements server.Backend. Filters on agent, workflow, decision
-// and time read the ledger's indexes; the others are checked entry by
-// entry, walking from the newest.
+// Entries implements server.Backend. Filters on agent, workflow, handoff
+// id, decision and time read the ledger's indexes, filters on reason code,
+// format and kind the in-memory filter index (index.go); every candidate
+// is confirmed on its entry. Only a query without any filter walks the
+// ledger, from the newest entry, where every entry matches.
 func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, error) {
 	head, err := b.l.TreeSize()
 	if err != nil {
@@ -498,7 +502,29 @@ func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, er
 		page.Entries = append(page.Entries, v)
 		return false, nil
 	}
-	if q.Agent != "" || q.Workflow != "" || q.Handoff != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero() {
+	ledgerIndexed := q.Agent != "" || q.Workflow != "" || q.Handoff != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero()
+	if indexed(q) {
+		seqs, err := b.filters.candidates(ctx, b.l, top, q)
+		if err != nil {
+			return nil, readErr(err)
+		}
+		// A long list (a common format) with a ledger-indexed filter:
+		// the ledger's index is likely the shorter walk.
+		if !ledgerIndexed || len(seqs) <= 4096 {
+			for i := len(seqs) - 1; i >= 0; i-- {
+				if i%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+				}
+				if done, err := visit(seqs[i]); err != nil || done {
+					return page, err
+				}
+			}
+			return page, nil
+		}
+	}
+	if ledgerIndexed {
 		lq := ledger.Query{Agent: q.Agent, WorkflowID: q.Workflow, HandoffID: q.Handoff, Decision: q.Decision, Since: q.Since, Until: q.Until}
 		if q.Code == "" && q.Format == "" && q.Kind == "" && q.Before == 0 {
 			lq.Limit, lq.Newest = limit+1, true

@@ -480,11 +480,13 @@ func (u *UI) getAgent(w http.ResponseWriter, r *http.Request, v *visitor) error 
 			p.Hashes = append(p.Hashes, promptHash{Hash: a.PromptHash, Role: a.Role, FirstSeq: rw.Seq, LastSeq: rw.Seq, First: rw.Time, Last: rw.Time})
 		}
 	}
-	// Blocks (handoffs listing the agent in blocks), unblocks and lock
-	// snapshots lifting it, newest first, among the latest of each kind.
+	// Blocks (handoffs listing the agent in blocks: it was their source
+	// or target), unblocks and lock snapshots lifting it, newest first,
+	// among the latest of each kind. Each query reads through indexes (the
+	// agent's, and the backend's of codes and kinds): no ledger scan.
 	var events []row
-	for _, qu := range []server.Query{{Code: string(reason.HashMismatch), Limit: maxAgentEvents}, {Kind: "unblock", Limit: maxAgentEvents},
-		{Kind: "snapshot", Limit: maxAgentEvents}} {
+	for _, qu := range []server.Query{{Agent: id, Code: string(reason.HashMismatch), Limit: maxAgentEvents},
+		{Agent: id, Kind: "unblock", Limit: maxAgentEvents}, {Kind: "snapshot", Limit: maxAgentEvents}} {
 		page, err := u.cfg.Backend.Entries(ctx, qu)
 		if err != nil {
 			return err
