@@ -574,24 +574,30 @@ func matches(e *entry.Entry, q server.Query) bool {
 	return true
 }
 
-// Workflow implements server.Backend.
-func (b *Backend) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
-	seqs, err := b.l.Find(ledger.Query{WorkflowID: id})
+// Workflow implements server.Backend: one page, read through the
+// ledger's workflow index.
+func (b *Backend) Workflow(ctx context.Context, id string, after uint64, limit int) (*server.Page, error) {
+	limit = max(limit, 1)
+	seqs, err := b.l.Find(ledger.Query{WorkflowID: id, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, readErr(err)
 	}
-	if len(seqs) == 0 {
+	if len(seqs) == 0 && after == 0 {
 		return nil, fmt.Errorf("%w: no entry of workflow %q", server.ErrNotFound, id)
 	}
-	out := make([]server.EntryView, 0, len(seqs))
-	for _, seq := range seqs {
+	p := &server.Page{Entries: make([]server.EntryView, 0, min(len(seqs), limit))}
+	for i, seq := range seqs {
+		if i == limit {
+			p.Next = seqs[i-1]
+			break
+		}
 		_, v, err := b.view(seq)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		p.Entries = append(p.Entries, v)
 	}
-	return out, nil
+	return p, nil
 }
 
 // Blocks implements server.Backend.

@@ -370,22 +370,45 @@ type workflowPage struct {
 	ID    string
 	Rows  []row
 	Graph graph
+	Next  string // URL of the next page ("" on the last)
+	First string // URL of the first page ("" on it)
 }
 
+// workflowPageSize is the most entries one workflow page shows (and
+// graphs).
+const workflowPageSize = 500
+
 func (u *UI) getWorkflow(w http.ResponseWriter, r *http.Request, v *visitor) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
 	id := r.PathValue("id")
 	if id == "" || len(id) > 256 || !utf8.ValidString(id) {
 		return fmt.Errorf("%w: workflow id: want 1 to 256 bytes of UTF-8", server.ErrBadInput)
 	}
-	vs, err := u.cfg.Backend.Workflow(r.Context(), id)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fmt.Errorf("%w: malformed query string: %v", server.ErrBadInput, err)
+	}
+	var after uint64
+	for k, vals := range q {
+		if k != "after" || len(vals) != 1 {
+			return fmt.Errorf("%w: query parameter %q: this page takes only after=SEQ", server.ErrBadInput, k)
+		}
+		if after, err = strconv.ParseUint(vals[0], 10, 64); err != nil || strconv.FormatUint(after, 10) != vals[0] {
+			return fmt.Errorf("%w: after %q: want a seq", server.ErrBadInput, vals[0])
+		}
+	}
+	page, err := u.cfg.Backend.Workflow(r.Context(), id, after, workflowPageSize)
 	if err != nil {
 		return err
 	}
-	rs := rows(vs)
-	u.render(w, r, "workflow", &workflowPage{base: base{Title: "Workflow " + id, Nav: "timeline", Visitor: v}, ID: id, Rows: rs, Graph: layoutGraph(rs)})
+	rs := rows(page.Entries)
+	p := &workflowPage{base: base{Title: "Workflow " + id, Nav: "timeline", Visitor: v}, ID: id, Rows: rs, Graph: layoutGraph(rs)}
+	if page.Next != 0 {
+		p.Next = fmt.Sprintf("/ui/workflows/%s?after=%d", url.PathEscape(id), page.Next)
+	}
+	if after != 0 {
+		p.First = "/ui/workflows/" + url.PathEscape(id)
+	}
+	u.render(w, r, "workflow", p)
 	return nil
 }
 
