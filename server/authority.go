@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"sync"
 	"time"
 )
@@ -174,9 +173,4 @@ func (s *Server) watchTokens(ctx context.Context) {
 		}
 		s.log.LogAttrs(ctx, slog.LevelInfo, "tokens file changed: tokens reloaded", slog.String("tokens", path))
 	}
-}
-
-// principalScopes reports whether p holds every scope of scopes.
-func principalScopes(p *Principal, scopes []Scope) bool {
-	return p != nil && !slices.ContainsFunc(scopes, func(sc Scope) bool { return !p.Has(sc) })
 }

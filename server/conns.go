@@ -210,10 +210,3 @@ func markAuthenticated(r *http.Request) {
 		c.authed.Store(true)
 	}
 }
-
-// open returns the number of connections held open and of idle ones.
-func (l *connLimiter) open() (all, idle int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.conns), l.idle
-}

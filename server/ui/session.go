@@ -121,19 +121,6 @@ func (ss *sessions) create(principal, token string) (*session, error) {
 	return s, nil
 }
 
-// count returns the sessions of principal.
-func (ss *sessions) count(principal string) int {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	n := 0
-	for _, o := range ss.m {
-		if o.principal == principal {
-			n++
-		}
-	}
-	return n
-}
-
 func (ss *sessions) remove(id string) {
 	ss.mu.Lock()
 	delete(ss.m, id)
