@@ -44,9 +44,11 @@ type Backend interface {
 	// Proof returns the inclusion proof of entry seq in the tree of
 	// treeSize entries (0: the current head) with a signed checkpoint.
 	Proof(ctx context.Context, seq, treeSize uint64) (*Proof, error)
-	// Workflow returns a workflow's entries in seq order (ErrNotFound when
-	// it has none).
-	Workflow(ctx context.Context, id string) ([]EntryView, error)
+	// Workflow returns one page of a workflow's entries in seq order: at
+	// most limit (> 0) of those after seq after. The page's Next is the
+	// after of the next page (0 on the last). ErrNotFound when the
+	// workflow has no entry at all.
+	Workflow(ctx context.Context, id string, after uint64, limit int) (*Page, error)
 	// Blocks returns the agents blocked now.
 	Blocks(ctx context.Context) ([]Block, error)
 	// Checkpoint returns a signed C2SP checkpoint note of the current head

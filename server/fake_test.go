@@ -338,19 +338,29 @@ func (f *fakeBackend) checkpointLocked(size uint64) string {
 	return fmt.Sprintf("example.com/ledger\n%d\n%s\n\n— example.com/ledger AAAA\n", size, base64.StdEncoding.EncodeToString(make([]byte, 32)))
 }
 
-func (f *fakeBackend) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
+func (f *fakeBackend) Workflow(ctx context.Context, id string, after uint64, limit int) (*server.Page, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var vs []server.EntryView
+	p := &server.Page{}
+	found := false
 	for _, e := range f.entries {
-		if e.workflow == id {
-			vs = append(vs, e.view)
+		if e.workflow != id {
+			continue
 		}
+		found = true
+		if e.view.Seq <= after {
+			continue
+		}
+		if len(p.Entries) == limit {
+			p.Next = p.Entries[limit-1].Seq
+			break
+		}
+		p.Entries = append(p.Entries, e.view)
 	}
-	if len(vs) == 0 {
+	if !found {
 		return nil, fmt.Errorf("workflow %q: %w", id, server.ErrNotFound)
 	}
-	return vs, nil
+	return p, nil
 }
 
 func (f *fakeBackend) Blocks(ctx context.Context) ([]server.Block, error) {

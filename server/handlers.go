@@ -592,24 +592,48 @@ func (s *Server) getProof(w http.ResponseWriter, r *http.Request, _ *Principal) 
 type workflowAnswer struct {
 	WorkflowID string      `json:"workflow_id"`
 	Entries    []EntryView `json:"entries"`
+	// Next is the ?after= of the next page; absent on the last.
+	Next uint64 `json:"next,omitzero"`
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	if _, err := query(r); err != nil {
+	q, err := query(r, "after", "limit")
+	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
 	if id == "" || len(id) > maxWorkflowID || !utf8.ValidString(id) {
 		return badRequest("workflow id: want 1 to %d bytes of UTF-8", maxWorkflowID)
 	}
-	vs, err := s.cfg.Backend.Workflow(r.Context(), id)
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		if after, err = parseUint("after", v); err != nil {
+			return err
+		}
+	}
+	limit := maxPageLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := parseUint("limit", v)
+		if err != nil {
+			return err
+		}
+		if n < 1 || n > maxPageLimit {
+			return unprocessable("limit %d: want 1 to %d", n, maxPageLimit)
+		}
+		limit = int(n)
+	}
+	page, err := s.cfg.Backend.Workflow(r.Context(), id, after, limit)
 	if err != nil {
 		return err
 	}
-	if vs == nil {
-		vs = []EntryView{}
+	a := workflowAnswer{WorkflowID: id, Entries: []EntryView{}}
+	if page != nil {
+		a.Next = page.Next
+		if page.Entries != nil {
+			a.Entries = page.Entries
+		}
 	}
-	return writeJSON(w, http.StatusOK, workflowAnswer{WorkflowID: id, Entries: vs})
+	return writeJSON(w, http.StatusOK, a)
 }
 
 type blocksAnswer struct {
@@ -813,6 +837,16 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, _ *Principal)
 	})
 	cancel()
 	wg.Wait()
+	if re := revokedCause(r.Context()); re != nil {
+		// The credential no longer holds: say so, as the stream's last
+		// event (an EventSource reconnecting then gets 401).
+		p := newProblem(http.StatusUnauthorized, CodeUnauthenticated, re.Error())
+		p.Instance, p.RequestID = r.URL.Path, infoFrom(r.Context()).id
+		if b, err := marshal(p); err == nil {
+			sw.write(append(append([]byte("event: revoked\ndata: "), b...), "\n\n"...), true)
+		}
+		return nil
+	}
 	if err != nil && ctx.Err() == nil {
 		var ne interface{ Timeout() bool }
 		if !errors.As(err, &ne) { // a write that timed out is a gone client, not a server error

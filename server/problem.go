@@ -50,6 +50,7 @@ const (
 	CodeBodyTooLarge        = "BODY_TOO_LARGE"       // 413
 	CodeUnsupportedMedia    = "UNSUPPORTED_MEDIA"    // 415: Content-Encoding, or a wrong Content-Type
 	CodeRateLimited         = "RATE_LIMITED"         // 429, with Retry-After
+	CodeRequestTimeout      = "REQUEST_TIMEOUT"      // 408: the request body came too slowly
 	CodeInternal            = "INTERNAL"             // 500
 	CodeOverloaded          = "OVERLOADED"           // 503, with Retry-After: nothing written
 	CodeOutcomeUnknown      = "OUTCOME_UNKNOWN"      // 503: retry with the same Idempotency-Key
@@ -70,6 +71,7 @@ var problemTitles = map[string]string{
 	CodeBodyTooLarge:        "Request body too large",
 	CodeUnsupportedMedia:    "Unsupported media",
 	CodeRateLimited:         "Too many requests",
+	CodeRequestTimeout:      "Request body too slow",
 	CodeInternal:            "Internal error",
 	CodeOverloaded:          "Overloaded",
 	CodeOutcomeUnknown:      "Outcome unknown",

@@ -78,6 +78,36 @@ type Config struct {
 	MaxInFlight int
 	MaxStreams  int // open event streams and exports: 503 beyond
 
+	// Fair shares (fairshare.go). MaxInFlightPerPrincipal caps one
+	// principal's writes, and separately its reads;
+	// MaxStreamsPerPrincipal its streams (event streams, exports, the
+	// viewer's evidence slices): 429 beyond, naming the cap. MaxPublic
+	// caps the requests without a principal (the viewer's login and
+	// static files; health, metrics and the OpenAPI document are not
+	// counted): 503 beyond.
+	MaxInFlightPerPrincipal int
+	MaxStreamsPerPrincipal  int
+	MaxPublic               int
+	// MinBodyRate is the slowest a request body may arrive, in bytes per
+	// second on average once BodyRateGrace has passed: 408 beyond, so a
+	// slow sender cannot hold a write slot. Negative: no minimum.
+	MinBodyRate   int64
+	BodyRateGrace time.Duration
+	// MaxConns caps the connections Serve holds open and MaxIdleConns the
+	// idle ones among them (keep-alive connections between requests and
+	// new ones before their first request): at a cap the oldest idle
+	// connection is closed, one that never carried an authenticated
+	// request first; with every connection busy a new one is refused.
+	// Keep MaxConns below the process's file descriptor limit.
+	MaxConns     int
+	MaxIdleConns int
+	// TokensFile, when set, is polled every TokensPoll (negative: never)
+	// for a change of identity, size or modification time; a change
+	// reloads the tokens, and open streams whose credential no longer
+	// holds end.
+	TokensFile string
+	TokensPoll time.Duration
+
 	ReadHeaderTimeout time.Duration // a client must send its headers within this
 	ReadTimeout       time.Duration // ... and its whole request within this
 	// WriteTimeout bounds every non-streaming answer (and is its handler's
@@ -124,6 +154,26 @@ func (c *Config) setDefaults() {
 	if c.MaxStreams == 0 {
 		c.MaxStreams = DefaultMaxStreams
 	}
+	if c.MaxInFlightPerPrincipal == 0 {
+		c.MaxInFlightPerPrincipal = min(DefaultMaxInFlightPerPrincipal, c.MaxInFlight)
+	}
+	if c.MaxStreamsPerPrincipal == 0 {
+		c.MaxStreamsPerPrincipal = min(DefaultMaxStreamsPerPrincipal, c.MaxStreams)
+	}
+	if c.MaxPublic == 0 {
+		c.MaxPublic = DefaultMaxPublic
+	}
+	if c.MinBodyRate == 0 {
+		c.MinBodyRate = DefaultMinBodyRate
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxIdleConns == 0 {
+		c.MaxIdleConns = min(DefaultMaxIdleConns, c.MaxConns)
+	}
+	def(&c.BodyRateGrace, DefaultBodyRateGrace)
+	def(&c.TokensPoll, DefaultTokensPoll)
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	def(&c.ReadTimeout, DefaultReadTimeout)
 	def(&c.WriteTimeout, DefaultWriteTimeout)
@@ -145,8 +195,16 @@ func (c *Config) valid() error {
 		return errors.New("server: Config.Backend is required")
 	case c.Tokens == nil:
 		return errors.New("server: Config.Tokens is required")
-	case c.MaxBody < 0 || c.MaxBatchBody < 0 || c.MaxBatchItems < 0 || c.MaxInFlight < 0 || c.MaxStreams < 0 || c.Burst < 0 || c.Rate < 0:
+	case c.MaxBody < 0 || c.MaxBatchBody < 0 || c.MaxBatchItems < 0 || c.MaxInFlight < 0 || c.MaxStreams < 0 || c.Burst < 0 || c.Rate < 0 ||
+		c.MaxInFlightPerPrincipal < 0 || c.MaxStreamsPerPrincipal < 0 || c.MaxPublic < 0 || c.MaxConns < 0 || c.MaxIdleConns < 0:
 		return errors.New("server: negative limit in Config")
+	case c.MaxInFlightPerPrincipal > c.MaxInFlight || c.MaxStreamsPerPrincipal > c.MaxStreams:
+		return fmt.Errorf("server: a principal's share (in flight %d, streams %d) is above the server's cap (%d, %d)",
+			c.MaxInFlightPerPrincipal, c.MaxStreamsPerPrincipal, c.MaxInFlight, c.MaxStreams)
+	case c.MaxIdleConns > c.MaxConns:
+		return fmt.Errorf("server: MaxIdleConns %d is above MaxConns %d", c.MaxIdleConns, c.MaxConns)
+	case c.BodyRateGrace < 0:
+		return errors.New("server: negative BodyRateGrace")
 	case c.MaxBatchBody < c.MaxBody:
 		return fmt.Errorf("server: MaxBatchBody %d is below MaxBody %d", c.MaxBatchBody, c.MaxBody)
 	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.ShutdownTimeout < 0 || c.Heartbeat < 0:
@@ -160,8 +218,12 @@ func (c *Config) valid() error {
 // String describes the configuration's limits and timeouts, for a log line.
 func (c Config) String() string {
 	return fmt.Sprintf("max_body=%d max_batch_body=%d max_batch_items=%d rate=%v burst=%d max_in_flight=%d max_streams=%d "+
+		"max_in_flight_per_principal=%d max_streams_per_principal=%d max_public=%d min_body_rate=%d body_rate_grace=%s "+
+		"max_conns=%d max_idle_conns=%d tokens_poll=%s "+
 		"read_header_timeout=%s read_timeout=%s write_timeout=%s idle_timeout=%s shutdown_timeout=%s heartbeat=%s max_header_bytes=%d",
 		c.MaxBody, c.MaxBatchBody, c.MaxBatchItems, c.Rate, c.Burst, c.MaxInFlight, c.MaxStreams,
+		c.MaxInFlightPerPrincipal, c.MaxStreamsPerPrincipal, c.MaxPublic, c.MinBodyRate, c.BodyRateGrace,
+		c.MaxConns, c.MaxIdleConns, c.TokensPoll,
 		c.ReadHeaderTimeout, c.ReadTimeout, c.WriteTimeout, c.IdleTimeout, c.ShutdownTimeout, c.Heartbeat, c.MaxHeaderBytes)
 }
 
@@ -173,9 +235,11 @@ type Server struct {
 	metrics *Metrics
 	mux     *http.ServeMux
 	routes  []*route
-	writes  chan struct{} // in-flight cap of writes
-	reads   chan struct{} // in-flight cap of reads
-	streams chan struct{}
+	// fair shares (fairshare.go), connections (conns.go), authority.go
+	readSlots, writeSlots, streamSlots, publicSlots *slots
+	limits                                          *limitHits
+	conns                                           *connLimiter
+	authority                                       *authority
 
 	metricsHandler http.Handler
 
@@ -195,13 +259,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		metrics:  cfg.Metrics,
-		writes:   make(chan struct{}, cfg.MaxInFlight),
-		reads:    make(chan struct{}, cfg.MaxInFlight),
-		streams:  make(chan struct{}, cfg.MaxStreams),
-		limiters: map[string]*rate.Limiter{},
+		cfg:         cfg,
+		log:         cfg.Logger,
+		metrics:     cfg.Metrics,
+		readSlots:   newSlots(slotRead, cfg.MaxInFlight, cfg.MaxInFlightPerPrincipal),
+		writeSlots:  newSlots(slotWrite, cfg.MaxInFlight, cfg.MaxInFlightPerPrincipal),
+		streamSlots: newSlots(slotStream, cfg.MaxStreams, cfg.MaxStreamsPerPrincipal),
+		publicSlots: newSlots(slotPublic, cfg.MaxPublic, 0),
+		authority:   newAuthority(),
+		limiters:    map[string]*rate.Limiter{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -212,6 +278,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.metrics = m
+	}
+	var err error
+	if s.limits, err = newLimitHits(s.metrics.reg); err != nil {
+		return nil, fmt.Errorf("server: limit metrics: %w", err)
 	}
 	if cfg.QueueDepth != nil {
 		if err := s.metrics.registerQueueDepth(cfg.QueueDepth); err != nil {
@@ -255,11 +325,44 @@ func (s *Server) mountUI(ui UI) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.route = "/ui/"
+		class, name := slotPublic, ""
 		if p, err := ui.Session(r); err == nil && p != nil {
-			info.principal = p.Name
+			info.principal, name, class = p.Name, p.Name, slotRead
+			markAuthenticated(r)
+		}
+		st, ok := ui.(interface{ Streams(*http.Request) bool })
+		stream := ok && name != "" && st.Streams(r)
+		if stream {
+			class = slotStream
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		release, err := s.admit(class, name)
+		if err != nil {
+			s.answerError(w, r, info, err)
+			return
+		}
+		defer release()
+		if stream {
+			// A long answer (an evidence slice): it ends when the session
+			// does (logout, a revoked or expired token).
+			s.metrics.streams.Inc()
+			defer s.metrics.streams.Dec()
+			ctx, cancel := context.WithCancelCause(r.Context())
+			defer cancel(nil)
+			stop := s.guard(ctx, cancel, name, func() error {
+				p, err := ui.Session(r)
+				if err == nil && p == nil {
+					err = fmt.Errorf("%w: the session ended", ErrUnauthenticated)
+				}
+				if err != nil {
+					return err
+				}
+				return stillGrants(p, name, nil)
+			})
+			defer stop()
+			r = r.WithContext(ctx)
+		}
 		ui.ServeHTTP(w, r)
 	})
 }
@@ -316,7 +419,11 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, tc *tls.Config) err
 	if !s.served.CompareAndSwap(false, true) {
 		return errors.New("server: Serve called twice")
 	}
+	s.conns = newConnLimiter(ln, s.cfg.MaxConns, s.cfg.MaxIdleConns, tc == nil, s.cfg.RetryAfter, s.limits)
+	ln = s.conns
 	hs := &http.Server{
+		ConnState:         s.conns.state,
+		ConnContext:       s.conns.connContext,
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
@@ -327,6 +434,7 @@ func (s *Server) serve(ctx context.Context, ln net.Listener, tc *tls.Config) err
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	hs.RegisterOnShutdown(s.beginShutdown)
+	go s.watchTokens(s.stopCtx)
 	errc := make(chan error, 1)
 	go func() {
 		if tc != nil {
@@ -383,10 +491,8 @@ func TLSConfig(cert tls.Certificate, clientCAs *x509.CertPool, now func() time.T
 // is reloaded and the old tokens stay in force. SIGHUP and POST /v1/reload
 // both call it.
 func (s *Server) Reload(ctx context.Context, operator string) ([]EntryView, error) {
-	if r, ok := s.cfg.Tokens.(interface{ Reload() error }); ok {
-		if err := r.Reload(); err != nil {
-			return nil, fmt.Errorf("tokens file not reloaded, the previous tokens stay in force: %w: %w", ErrUnprocessable, err)
-		}
+	if err := s.ReloadTokens(); err != nil {
+		return nil, fmt.Errorf("tokens file not reloaded, the previous tokens stay in force: %w: %w", ErrUnprocessable, err)
 	}
 	return s.cfg.Backend.Reload(ctx, operator)
 }
@@ -560,56 +666,79 @@ func (s *Server) wrap(rt *route) http.Handler {
 		info.route, info.write = rt.pattern(), rt.write
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// refuse answers err before the body is read: the connection then
+		// closes, so the server does not wait to discard a body sent
+		// slowly (at the sender's pace, up to ReadTimeout).
+		refuse := func(err error) {
+			if rt.body {
+				w.Header().Set("Connection", "close")
+			}
+			s.answerError(w, r, info, err)
+		}
 		var p *Principal
 		if len(rt.scopes) > 0 {
 			var err error
 			if p, err = s.authenticate(w, r); err != nil {
-				s.answerError(w, r, info, err)
+				refuse(err)
 				return
 			}
 			info.principal = p.Name
+			markAuthenticated(r)
 			if err := s.allow(p.Name); err != nil {
 				s.metrics.rateLimited.WithLabelValues(info.route).Inc()
-				s.answerError(w, r, info, err)
+				refuse(err)
 				return
 			}
 			for _, sc := range rt.scopes {
 				if !p.Has(sc) {
 					s.metrics.authFail.WithLabelValues("scope").Inc()
-					s.answerError(w, r, info, &httpError{status: http.StatusForbidden, code: CodeForbiddenScope,
+					refuse(&httpError{status: http.StatusForbidden, code: CodeForbiddenScope,
 						detail: fmt.Sprintf("principal %q lacks scope %s (this route needs %s)", p.Name, sc, scopeNames(rt.scopes))})
 					return
 				}
 			}
 		}
+		var slow *bodyRate
 		if rt.body {
 			for _, ce := range r.Header.Values("Content-Encoding") {
 				if !strings.EqualFold(strings.TrimSpace(ce), "identity") {
-					s.answerError(w, r, info, unsupportedMedia("Content-Encoding %q refused: send the body uncompressed", ce))
+					refuse(unsupportedMedia("Content-Encoding %q refused: send the body uncompressed", ce))
 					return
 				}
 			}
 		}
 		if len(rt.scopes) > 0 || rt.capped { // health, metrics and the OpenAPI document answer under any load
-			sem := s.reads
+			class := slotRead
 			switch {
 			case rt.stream:
-				sem = s.streams
+				class = slotStream
 			case rt.body:
-				sem = s.writes
+				class = slotWrite
 			}
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			default:
-				s.answerError(w, r, info, fmt.Errorf("%w: too many requests in flight", ErrOverloaded))
+			who := "" // a public route (tiles): every anonymous reader shares one share
+			if p != nil {
+				who = p.Name
+			}
+			release, err := s.admit(class, who)
+			if err != nil {
+				refuse(err)
 				return
+			}
+			defer release()
+			if rt.body {
+				slow = s.rateBody(w, r)
 			}
 		}
 		ctx := r.Context()
 		if rt.stream {
 			s.metrics.streams.Inc()
 			defer s.metrics.streams.Dec()
+			// Authority on every event: the stream ends when its
+			// credential no longer holds (revoked, expired, logged out).
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+			defer s.guard(ctx, cancel, p.Name, s.bearerCheck(r, p.Name, rt.scopes))()
 		} else {
 			s.metrics.inFlight.Inc()
 			defer s.metrics.inFlight.Dec()
@@ -618,6 +747,13 @@ func (s *Server) wrap(rt *route) http.Handler {
 			defer cancel()
 		}
 		if err := rt.h(w, r.WithContext(ctx), p); err != nil {
+			if slow != nil && slow.slow {
+				s.limits.hit("body_rate")
+				err = slow.slowError()
+			}
+			if re := revokedCause(ctx); re != nil {
+				err = re
+			}
 			s.answerError(w, r, info, err)
 		}
 	})
@@ -737,9 +873,17 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 	}
 	var p *Problem
 	var rl *rateLimitError
+	var le *limitError
 	if errors.As(err, &rl) {
 		p = newProblem(http.StatusTooManyRequests, CodeRateLimited, rl.Error())
 		p.RetryAfter = retrySeconds(rl.wait)
+	} else if errors.As(err, &le) {
+		p = le.problem(s.cfg.RetryAfter)
+		if le.principal != "" {
+			s.metrics.rateLimited.WithLabelValues(routeLabel(info)).Inc()
+		} else {
+			s.metrics.overloaded.WithLabelValues(routeLabel(info)).Inc()
+		}
 	} else {
 		status, code, detail, internal := classify(err, info.write)
 		p = newProblem(status, code, detail)

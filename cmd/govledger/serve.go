@@ -43,7 +43,9 @@ was written. The routes are described by GET /openapi.json; the audit viewer
 is under /ui/ (--ui=false turns it off).
 
 Signals: SIGHUP re-reads the tokens file, the manifest and the lock (a changed
-manifest or lock is recorded as a snapshot entry); SIGTERM or SIGINT stops
+manifest or lock is recorded as a snapshot entry); the tokens file is also
+re-read when it changes (--tokens-poll), and the open streams of a revoked,
+expired or logged-out principal end; SIGTERM or SIGINT stops
 accepting, lets requests in flight finish, then closes the ledger. Logs are
 JSON lines on standard error; the first says "listening" with the address.
 If a commit fails, the server drains and exits 3: restart it (opening the
@@ -81,6 +83,13 @@ Examples:
 			&cli.IntFlag{Name: "max-in-flight", Value: server.DefaultMaxInFlight, Usage: "writes handled at once, and reads separately: 503 beyond"},
 			&cli.DurationFlag{Name: "verify-every", Value: 24 * time.Hour, Usage: "verify the whole ledger at start-up and then this often, for the viewer's overview, the log and metrics (0: never)"},
 			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "open event streams and exports: 503 beyond"},
+			&cli.IntFlag{Name: "max-in-flight-per-principal", Value: server.DefaultMaxInFlightPerPrincipal, Usage: "one principal's writes handled at once, and its reads separately: 429 beyond"},
+			&cli.IntFlag{Name: "max-streams-per-principal", Value: server.DefaultMaxStreamsPerPrincipal, Usage: "one principal's open event streams, exports and evidence slices: 429 beyond"},
+			&cli.IntFlag{Name: "max-sessions-per-principal", Value: ui.DefaultMaxSessionsPerPrincipal, Usage: "one principal's viewer sessions: a login beyond ends its own oldest"},
+			&cli.Int64Flag{Name: "min-body-rate", Value: server.DefaultMinBodyRate, Usage: "bytes per second a request body must average after its first 5s: 408 below (0: no minimum)"},
+			&cli.IntFlag{Name: "max-conns", Value: server.DefaultMaxConns, Usage: "connections held open (lowered to fit the file descriptor limit): the oldest idle is closed beyond, 503 when all are busy"},
+			&cli.IntFlag{Name: "max-idle-conns", Value: server.DefaultMaxIdleConns, Usage: "idle connections (keep-alive, or before their first request): the oldest is closed beyond"},
+			&cli.DurationFlag{Name: "tokens-poll", Value: server.DefaultTokensPoll, Usage: "how often the tokens file is checked for changes, reloaded when it changed (0: only on SIGHUP or POST /v1/reload)"},
 			&cli.IntFlag{Name: "max-queue", Value: ledgerbackend.DefaultMaxQueue, Usage: "documents waiting for a commit: 503 beyond"},
 			&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "a client must send its headers within this"},
 			&cli.DurationFlag{Name: "read-timeout", Value: server.DefaultReadTimeout, Usage: "a client must send its whole request within this"},
@@ -197,11 +206,33 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if note := be.Note(); note != "" {
 		log.Warn(note)
 	}
+	minRate := c.Int64("min-body-rate")
+	if minRate == 0 {
+		minRate = -1 // no minimum
+	}
+	poll := c.Duration("tokens-poll")
+	if poll == 0 {
+		poll = -1
+	}
+	maxConns, maxIdle := c.Int("max-conns"), c.Int("max-idle-conns")
+	if c.Int("max-in-flight-per-principal") <= 0 || c.Int("max-streams-per-principal") <= 0 || c.Int("max-sessions-per-principal") <= 0 ||
+		minRate < -1 || maxConns <= 0 || maxIdle <= 0 || poll < -1 {
+		return usageErr("serve: the --max-*-per-principal, --max-conns and --max-idle-conns must be positive; --min-body-rate and --tokens-poll must not be negative")
+	}
+	if fit := fdConnLimit(); fit > 0 && maxConns > fit {
+		log.Warn("--max-conns lowered to fit the file descriptor limit", "max_conns", maxConns, "lowered_to", fit)
+		maxConns = fit
+	}
+	maxIdle = min(maxIdle, maxConns)
 	cfg := server.Config{
 		Backend: be, Tokens: store, Logger: log, Metrics: metrics, QueueDepth: be.QueueDepth,
 		MaxBody: c.Int64("max-body"), MaxBatchBody: c.Int64("max-batch-body"), MaxBatchItems: c.Int("max-batch-items"),
 		Rate: rate.Limit(c.Float64("rate")), Burst: c.Int("burst"),
 		MaxInFlight: c.Int("max-in-flight"), MaxStreams: c.Int("max-streams"),
+		MaxInFlightPerPrincipal: min(c.Int("max-in-flight-per-principal"), c.Int("max-in-flight")),
+		MaxStreamsPerPrincipal:  min(c.Int("max-streams-per-principal"), c.Int("max-streams")),
+		MinBodyRate:             minRate, MaxConns: maxConns, MaxIdleConns: maxIdle,
+		TokensFile: tokensFile, TokensPoll: poll,
 		ReadHeaderTimeout: c.Duration("read-header-timeout"), ReadTimeout: c.Duration("read-timeout"),
 		WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		ShutdownTimeout: c.Duration("shutdown-timeout"),
@@ -250,7 +281,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 			// (the key a reviewer was given out of band).
 			vk = derived
 		}
-		uc := ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name")}
+		uc := ui.Config{Backend: be, Tokens: store, VerifierKey: vk, VerifierName: c.String("key-name"),
+			MaxSessionsPerPrincipal: c.Int("max-sessions-per-principal")}
 		if verifier != nil {
 			uc.LastVerify = verifier.Last
 		}

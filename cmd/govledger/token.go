@@ -287,8 +287,9 @@ func tokenRevokeCommand(g *globals) *cli.Command {
 		Name:      "revoke",
 		Usage:     "remove a principal from the tokens file",
 		ArgsUsage: "NAME",
-		Description: `revoke deletes NAME's entry. A running server stops accepting its token when
-it reloads the file (SIGHUP or POST /v1/reload).
+		Description: `revoke deletes NAME's entry. A running server notices the change within
+--tokens-poll (500ms; SIGHUP or POST /v1/reload re-read the file at once),
+stops accepting the token and ends its open streams.
 
 Examples:
   govledger token revoke ci-product

@@ -333,17 +333,30 @@ func (c *Client) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	return b, nil
 }
 
-// Workflow returns a workflow's entries in seq order (a *ProblemError with
-// status 404 when it has none).
+// Workflow returns a workflow's entries in seq order, following the
+// answer's pages (a *ProblemError with status 404 when it has none).
 func (c *Client) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
-	var a struct {
-		WorkflowID string             `json:"workflow_id"`
-		Entries    []server.EntryView `json:"entries"`
+	var out []server.EntryView
+	var after uint64
+	for {
+		var a struct {
+			WorkflowID string             `json:"workflow_id"`
+			Entries    []server.EntryView `json:"entries"`
+			Next       uint64             `json:"next"`
+		}
+		var q url.Values
+		if after != 0 {
+			q = url.Values{"after": {strconv.FormatUint(after, 10)}}
+		}
+		if err := c.getJSON(ctx, "/v1/workflows/"+url.PathEscape(id), q, &a); err != nil {
+			return nil, err
+		}
+		out = append(out, a.Entries...)
+		if a.Next <= after {
+			return out, nil // the last page (or a server that does not page)
+		}
+		after = a.Next
 	}
-	if err := c.getJSON(ctx, "/v1/workflows/"+url.PathEscape(id), nil, &a); err != nil {
-		return nil, err
-	}
-	return a.Entries, nil
 }
 
 // Blocks returns the agents blocked now.

@@ -116,6 +116,8 @@ type Backend struct {
 
 	statsMu sync.Mutex
 	stats   ledger.Stats
+
+	filters filterIndex // codes, formats and kinds (index.go)
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -597,9 +599,11 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	return data, nil
 }
 
-// Entries implements server.Backend. Filters on agent, workflow, decision
-// and time read the ledger's indexes; the others are checked entry by
-// entry, walking from the newest.
+// Entries implements server.Backend. Filters on agent, workflow, handoff
+// id, decision and time read the ledger's indexes, filters on reason code,
+// format and kind the in-memory filter index (index.go); every candidate
+// is confirmed on its entry. Only a query without any filter walks the
+// ledger, from the newest entry, where every entry matches.
 func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, error) {
 	head, err := b.l.TreeSize()
 	if err != nil {
@@ -626,7 +630,29 @@ func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, er
 		page.Entries = append(page.Entries, v)
 		return false, nil
 	}
-	if q.Agent != "" || q.Workflow != "" || q.Handoff != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero() {
+	ledgerIndexed := q.Agent != "" || q.Workflow != "" || q.Handoff != "" || q.Decision != "" || !q.Since.IsZero() || !q.Until.IsZero()
+	if indexed(q) {
+		seqs, err := b.filters.candidates(ctx, b.l, top, q)
+		if err != nil {
+			return nil, readErr(err)
+		}
+		// A long list (a common format) with a ledger-indexed filter:
+		// the ledger's index is likely the shorter walk.
+		if !ledgerIndexed || len(seqs) <= 4096 {
+			for i := len(seqs) - 1; i >= 0; i-- {
+				if i%1024 == 0 {
+					if err := ctx.Err(); err != nil {
+						return nil, err
+					}
+				}
+				if done, err := visit(seqs[i]); err != nil || done {
+					return page, err
+				}
+			}
+			return page, nil
+		}
+	}
+	if ledgerIndexed {
 		lq := ledger.Query{Agent: q.Agent, WorkflowID: q.Workflow, HandoffID: q.Handoff, Decision: q.Decision, Since: q.Since, Until: q.Until}
 		if q.Code == "" && q.Format == "" && q.Kind == "" && q.Before == 0 {
 			lq.Limit, lq.Newest = limit+1, true
@@ -676,24 +702,30 @@ func matches(e *entry.Entry, q server.Query) bool {
 	return true
 }
 
-// Workflow implements server.Backend.
-func (b *Backend) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
-	seqs, err := b.l.Find(ledger.Query{WorkflowID: id})
+// Workflow implements server.Backend: one page, read through the
+// ledger's workflow index.
+func (b *Backend) Workflow(ctx context.Context, id string, after uint64, limit int) (*server.Page, error) {
+	limit = max(limit, 1)
+	seqs, err := b.l.Find(ledger.Query{WorkflowID: id, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, readErr(err)
 	}
-	if len(seqs) == 0 {
+	if len(seqs) == 0 && after == 0 {
 		return nil, fmt.Errorf("%w: no entry of workflow %q", server.ErrNotFound, id)
 	}
-	out := make([]server.EntryView, 0, len(seqs))
-	for _, seq := range seqs {
+	p := &server.Page{Entries: make([]server.EntryView, 0, min(len(seqs), limit))}
+	for i, seq := range seqs {
+		if i == limit {
+			p.Next = seqs[i-1]
+			break
+		}
 		_, v, err := b.view(seq)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		p.Entries = append(p.Entries, v)
 	}
-	return out, nil
+	return p, nil
 }
 
 // Blocks implements server.Backend.

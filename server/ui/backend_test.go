@@ -302,19 +302,30 @@ func (m *memLedger) Proof(ctx context.Context, seq, size uint64) (*server.Proof,
 	return pf, nil
 }
 
-func (m *memLedger) Workflow(ctx context.Context, id string) ([]server.EntryView, error) {
+func (m *memLedger) Workflow(ctx context.Context, id string, after uint64, limit int) (*server.Page, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []server.EntryView
+	p := &server.Page{}
+	found := false
 	for i := range m.entries {
-		if m.decoded(i).WorkflowID.String() == id {
-			out = append(out, m.view(i))
+		if m.decoded(i).WorkflowID.String() != id {
+			continue
 		}
+		found = true
+		v := m.view(i)
+		if v.Seq <= after {
+			continue
+		}
+		if len(p.Entries) == limit {
+			p.Next = p.Entries[limit-1].Seq
+			break
+		}
+		p.Entries = append(p.Entries, v)
 	}
-	if len(out) == 0 {
+	if !found {
 		return nil, fmt.Errorf("workflow %q: %w", id, server.ErrNotFound)
 	}
-	return out, nil
+	return p, nil
 }
 
 func (m *memLedger) Blocks(ctx context.Context) ([]server.Block, error) {

@@ -1,7 +1,7 @@
 package ui
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -108,22 +109,29 @@ type sliceLine struct {
 }
 
 // getSlice answers the entries matching the filter as JSON Lines, in seq
-// order, at most MaxSlice of them (422 beyond: narrow the filter).
+// order, at most MaxSlice of them (422 beyond: narrow the filter). The
+// answer is streamed: one entry and its payload in memory at a time,
+// the write deadline extended for each line; a failure once the answer
+// is under way cuts the connection, so a short slice never looks whole.
+// The server counts it as a stream (Streams): it ends when the session
+// does.
 func (u *UI) getSlice(w http.ResponseWriter, r *http.Request, v *visitor) error {
 	_, qu, _, err := parseFilter(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	var got []server.EntryView
+	var seqs []uint64
 	for {
-		qu.Limit = min(1000, u.cfg.MaxSlice+1-len(got))
+		qu.Limit = min(1000, u.cfg.MaxSlice+1-len(seqs))
 		page, err := u.cfg.Backend.Entries(ctx, qu)
 		if err != nil {
 			return err
 		}
-		got = append(got, page.Entries...)
-		if len(got) > u.cfg.MaxSlice {
+		for _, ev := range page.Entries {
+			seqs = append(seqs, ev.Seq)
+		}
+		if len(seqs) > u.cfg.MaxSlice {
 			return fmt.Errorf("%w: more than %d entries match: narrow the filter (a time range, an agent)", server.ErrUnprocessable, u.cfg.MaxSlice)
 		}
 		if page.Next == 0 || len(page.Entries) == 0 {
@@ -131,29 +139,70 @@ func (u *UI) getSlice(w http.ResponseWriter, r *http.Request, v *visitor) error 
 		}
 		qu.Before = page.Next
 	}
-	slices.Reverse(got)
-	var buf bytes.Buffer
-	for _, ev := range got {
+	slices.Reverse(seqs)
+	h := w.Header()
+	h.Set("Content-Type", "application/jsonl")
+	h.Set("Content-Disposition", `attachment; filename="govledger-slice.jsonl"`)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	started := false
+	fail := func(err error) error {
+		if started {
+			panic(http.ErrAbortHandler)
+		}
+		return err
+	}
+	for _, seq := range seqs {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		ev, err := u.cfg.Backend.Entry(ctx, seq)
+		if err != nil {
+			return fail(err)
+		}
 		line := sliceLine{Entry: ev.Entry, Hash: ev.Hash}
-		if v.PayloadRead() && newRow(ev).HasPayload {
+		if v.PayloadRead() && newRow(*ev).HasPayload {
 			data, err := u.cfg.Backend.Payload(ctx, ev.Seq)
 			switch {
 			case err == nil:
 				line.PayloadB64 = base64.StdEncoding.EncodeToString(data)
 			case errors.Is(err, server.ErrRedacted), errors.Is(err, server.ErrNotFound):
 			default:
-				return err
+				return fail(err)
 			}
 		}
 		b, err := json.Marshal(line, jsontext.EscapeForHTML(false), json.Deterministic(true))
 		if err != nil {
-			return err
+			return fail(err)
 		}
-		buf.Write(b)
-		buf.WriteByte('\n')
+		rc.SetWriteDeadline(time.Now().Add(sliceWriteTimeout))
+		if !started {
+			started = true
+			w.WriteHeader(http.StatusOK)
+		}
+		if _, err := bw.Write(append(b, '\n')); err != nil {
+			return fail(err)
+		}
 	}
-	attach(w, "govledger-slice.jsonl", "application/jsonl", buf.Bytes())
+	rc.SetWriteDeadline(time.Now().Add(sliceWriteTimeout))
+	if !started {
+		w.WriteHeader(http.StatusOK)
+	}
+	if err := bw.Flush(); err != nil {
+		panic(http.ErrAbortHandler)
+	}
 	return nil
+}
+
+// sliceWriteTimeout is how long a client reading an evidence slice may
+// take for each line's bytes.
+const sliceWriteTimeout = 30 * time.Second
+
+// Streams reports whether r asks for a long answer (an evidence slice):
+// the server counts it among its principal's streams, and ends it when
+// the session ends.
+func (u *UI) Streams(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/ui/evidence/slice"
 }
 
 // attach answers data as a download.

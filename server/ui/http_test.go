@@ -358,6 +358,10 @@ func TestEvidence(t *testing.T) {
 	if len(seqs) < 2 || !slices.IsSorted(seqs) {
 		t.Errorf("slice seqs %v: want several, ascending", seqs)
 	}
+	// Streamed, not buffered whole: no Content-Length.
+	if cl := a.header.Get("Content-Length"); cl != "" || len(a.body) < 4096 {
+		t.Errorf("slice of %d bytes answered with Content-Length %q: want it streamed (and the fixture over 4 KiB)", len(a.body), cl)
+	}
 	problem(t, "slice over MaxSlice", c.get("/ui/evidence/slice"), 422, server.CodeInvalidParameters)
 	problem(t, "bundle without seq", c.get("/ui/evidence/bundle"), 400, server.CodeBadRequest)
 	problem(t, "bundle beyond the head", c.get("/ui/evidence/bundle?seq=9999"), 404, server.CodeNotFound)

@@ -370,22 +370,45 @@ type workflowPage struct {
 	ID    string
 	Rows  []row
 	Graph graph
+	Next  string // URL of the next page ("" on the last)
+	First string // URL of the first page ("" on it)
 }
 
+// workflowPageSize is the most entries one workflow page shows (and
+// graphs).
+const workflowPageSize = 500
+
 func (u *UI) getWorkflow(w http.ResponseWriter, r *http.Request, v *visitor) error {
-	if err := noQuery(r); err != nil {
-		return err
-	}
 	id := r.PathValue("id")
 	if id == "" || len(id) > 256 || !utf8.ValidString(id) {
 		return fmt.Errorf("%w: workflow id: want 1 to 256 bytes of UTF-8", server.ErrBadInput)
 	}
-	vs, err := u.cfg.Backend.Workflow(r.Context(), id)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return fmt.Errorf("%w: malformed query string: %v", server.ErrBadInput, err)
+	}
+	var after uint64
+	for k, vals := range q {
+		if k != "after" || len(vals) != 1 {
+			return fmt.Errorf("%w: query parameter %q: this page takes only after=SEQ", server.ErrBadInput, k)
+		}
+		if after, err = strconv.ParseUint(vals[0], 10, 64); err != nil || strconv.FormatUint(after, 10) != vals[0] {
+			return fmt.Errorf("%w: after %q: want a seq", server.ErrBadInput, vals[0])
+		}
+	}
+	page, err := u.cfg.Backend.Workflow(r.Context(), id, after, workflowPageSize)
 	if err != nil {
 		return err
 	}
-	rs := rows(vs)
-	u.render(w, r, "workflow", &workflowPage{base: base{Title: "Workflow " + id, Nav: "timeline", Visitor: v}, ID: id, Rows: rs, Graph: layoutGraph(rs)})
+	rs := rows(page.Entries)
+	p := &workflowPage{base: base{Title: "Workflow " + id, Nav: "timeline", Visitor: v}, ID: id, Rows: rs, Graph: layoutGraph(rs)}
+	if page.Next != 0 {
+		p.Next = fmt.Sprintf("/ui/workflows/%s?after=%d", url.PathEscape(id), page.Next)
+	}
+	if after != 0 {
+		p.First = "/ui/workflows/" + url.PathEscape(id)
+	}
+	u.render(w, r, "workflow", p)
 	return nil
 }
 
@@ -480,11 +503,13 @@ func (u *UI) getAgent(w http.ResponseWriter, r *http.Request, v *visitor) error 
 			p.Hashes = append(p.Hashes, promptHash{Hash: a.PromptHash, Role: a.Role, FirstSeq: rw.Seq, LastSeq: rw.Seq, First: rw.Time, Last: rw.Time})
 		}
 	}
-	// Blocks (handoffs listing the agent in blocks), unblocks and lock
-	// snapshots lifting it, newest first, among the latest of each kind.
+	// Blocks (handoffs listing the agent in blocks: it was their source
+	// or target), unblocks and lock snapshots lifting it, newest first,
+	// among the latest of each kind. Each query reads through indexes (the
+	// agent's, and the backend's of codes and kinds): no ledger scan.
 	var events []row
-	for _, qu := range []server.Query{{Code: string(reason.HashMismatch), Limit: maxAgentEvents}, {Kind: "unblock", Limit: maxAgentEvents},
-		{Kind: "snapshot", Limit: maxAgentEvents}} {
+	for _, qu := range []server.Query{{Agent: id, Code: string(reason.HashMismatch), Limit: maxAgentEvents},
+		{Agent: id, Kind: "unblock", Limit: maxAgentEvents}, {Kind: "snapshot", Limit: maxAgentEvents}} {
 		page, err := u.cfg.Backend.Entries(ctx, qu)
 		if err != nil {
 			return err

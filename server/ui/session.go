@@ -25,11 +25,12 @@ const (
 )
 
 type session struct {
-	id      string
-	token   string // re-authenticated on every request: revocation applies at once
-	csrf    string
-	created time.Time
-	expires time.Time
+	id        string
+	principal string // whose session: the per-principal cap counts by it
+	token     string // re-authenticated on every request: revocation applies at once
+	csrf      string
+	created   time.Time
+	expires   time.Time
 }
 
 // sessions is the server-side session map.
@@ -39,13 +40,14 @@ type sessions struct {
 	tokens server.Authenticator
 	ttl    time.Duration
 	max    int
+	per    int // sessions of one principal at once
 	now    func() time.Time
 	rand   io.Reader
 }
 
 func newSessions(cfg Config) *sessions {
 	return &sessions{m: map[string]*session{}, tokens: cfg.Tokens, ttl: cfg.SessionTTL, max: cfg.MaxSessions,
-		now: cfg.Now, rand: cfg.Rand}
+		per: cfg.MaxSessionsPerPrincipal, now: cfg.Now, rand: cfg.Rand}
 }
 
 func (ss *sessions) random() (string, error) {
@@ -56,8 +58,12 @@ func (ss *sessions) random() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// create starts a session for token.
-func (ss *sessions) create(token string) (*session, error) {
+// create starts a session of principal for token. Beyond the principal's
+// cap its own oldest session ends; beyond the cap of all sessions, the
+// oldest session of the principal holding the most ends: a login never
+// ends the session of a principal holding fewer than the one logging in
+// would after it, so no principal can log everyone else out.
+func (ss *sessions) create(principal, token string) (*session, error) {
 	id, err := ss.random()
 	if err != nil {
 		return nil, err
@@ -67,7 +73,7 @@ func (ss *sessions) create(token string) (*session, error) {
 		return nil, err
 	}
 	now := ss.now()
-	s := &session{id: id, token: token, csrf: csrf, created: now, expires: now.Add(ss.ttl)}
+	s := &session{id: id, principal: principal, token: token, csrf: csrf, created: now, expires: now.Add(ss.ttl)}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for k, o := range ss.m {
@@ -75,14 +81,41 @@ func (ss *sessions) create(token string) (*session, error) {
 			delete(ss.m, k)
 		}
 	}
-	for len(ss.m) >= ss.max {
+	held := map[string]int{}
+	for _, o := range ss.m {
+		held[o.principal]++
+	}
+	for held[principal] >= ss.per || len(ss.m) >= ss.max {
+		victims := map[string]bool{principal: true}
+		if held[principal] < ss.per {
+			// The table is full: take from the biggest holders, counting
+			// the new session of the one logging in.
+			most := held[principal] + 1
+			clear(victims)
+			for p, n := range held {
+				if n > most {
+					most = n
+					clear(victims)
+				}
+				if n == most {
+					victims[p] = true
+				}
+			}
+			if len(victims) == 0 {
+				victims[principal] = true
+			}
+		}
 		var oldest *session
 		for _, o := range ss.m {
-			if oldest == nil || o.created.Before(oldest.created) {
+			if victims[o.principal] && (oldest == nil || o.created.Before(oldest.created)) {
 				oldest = o
 			}
 		}
+		if oldest == nil {
+			break // cannot happen: a full table has a holder
+		}
 		delete(ss.m, oldest.id)
+		held[oldest.principal]--
 	}
 	ss.m[id] = s
 	return s, nil
@@ -193,7 +226,7 @@ func (u *UI) postLogin(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("principal %q lacks scope ledger:read (the viewer needs it)", p.Name)))
 		return
 	}
-	s, err := u.sessions.create(token)
+	s, err := u.sessions.create(p.Name, token)
 	if err != nil {
 		server.ServeError(w, r, err)
 		return

@@ -24,8 +24,10 @@ var assets embed.FS
 const (
 	DefaultSessionTTL  = 12 * time.Hour
 	DefaultMaxSessions = 10000
-	DefaultPageSize    = 50
-	DefaultMaxSlice    = 10000
+	// DefaultMaxSessionsPerPrincipal is MaxSessionsPerPrincipal's default.
+	DefaultMaxSessionsPerPrincipal = 16
+	DefaultPageSize                = 50
+	DefaultMaxSlice                = 10000
 )
 
 // ContentSecurityPolicy is sent with every answer of the UI: scripts,
@@ -51,9 +53,12 @@ type Config struct {
 	LastVerify func() *VerifyResult
 
 	SessionTTL  time.Duration // a session ends this long after login
-	MaxSessions int           // sessions at once; a login beyond evicts the oldest
-	PageSize    int           // timeline and agent history rows per page
-	MaxSlice    int           // entries in one evidence slice: 422 beyond
+	MaxSessions int           // sessions at once; a login beyond ends the oldest session of the principal holding the most
+	// MaxSessionsPerPrincipal caps one principal's sessions; a login
+	// beyond ends that principal's oldest session (and no other's).
+	MaxSessionsPerPrincipal int
+	PageSize                int // timeline and agent history rows per page
+	MaxSlice                int // entries in one evidence slice: 422 beyond
 
 	Now  func() time.Time // time.Now if nil
 	Rand io.Reader        // crypto/rand if nil: session ids and CSRF tokens
@@ -84,7 +89,7 @@ func New(cfg Config) (*UI, error) {
 	if cfg.Backend == nil || cfg.Tokens == nil {
 		return nil, errors.New("ui: Config.Backend and Config.Tokens are required")
 	}
-	if cfg.SessionTTL < 0 || cfg.MaxSessions < 0 || cfg.PageSize < 0 || cfg.MaxSlice < 0 {
+	if cfg.SessionTTL < 0 || cfg.MaxSessions < 0 || cfg.MaxSessionsPerPrincipal < 0 || cfg.PageSize < 0 || cfg.MaxSlice < 0 {
 		return nil, errors.New("ui: negative limit in Config")
 	}
 	if cfg.SessionTTL == 0 {
@@ -92,6 +97,9 @@ func New(cfg Config) (*UI, error) {
 	}
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxSessionsPerPrincipal == 0 {
+		cfg.MaxSessionsPerPrincipal = min(DefaultMaxSessionsPerPrincipal, cfg.MaxSessions)
 	}
 	if cfg.PageSize == 0 {
 		cfg.PageSize = DefaultPageSize
