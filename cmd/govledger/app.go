@@ -238,6 +238,7 @@ func commands(g *globals) []*cli.Command {
 		lockCommand(g),
 		validateCommand(g),
 		recordCommand(g),
+		hookCommand(g),
 		verifyCommand(g),
 		logCommand(g),
 		showCommand(g),
