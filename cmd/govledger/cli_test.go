@@ -414,7 +414,7 @@ func TestCompletionCandidates(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{""}, []string{"lock", "validate", "record", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
+		{[]string{""}, []string{"lock", "validate", "record", "hook", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
 			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
 		{[]string{"ver"}, []string{"verify", "verify-proof"}},
 		{[]string{"--o"}, []string{"--output", "--origin"}},

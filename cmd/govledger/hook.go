@@ -103,6 +103,15 @@ func hookCommand(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:  "hook",
 		Usage: "gate agent handoffs inside an agent framework (claude-code)",
+		Description: `A hook is run by an agent framework before a handoff and answers in the
+framework's own protocol: the handoff is decided and recorded, and the
+framework is told to let it run or to stop it. One subcommand per framework.
+
+Examples:
+  govledger --manifest .claude/agents hook claude-code`,
+		Action: func(c *cli.Context) error {
+			return usageErr("hook: name the framework: claude-code")
+		},
 		Subcommands: []*cli.Command{{
 			Name:  "claude-code",
 			Usage: "Claude Code hook: decide and record Agent/Task and SendMessage calls (PreToolUse)",

@@ -53,6 +53,8 @@ var outputs = map[string][]string{
 	"lock check":        {outText, outJSON, outGitHub, outSARIF},
 	"validate":          {outText, outJSON, outSeedError},
 	"record":            {outText, outJSON, outSeedError},
+	"hook":              {outText},
+	"hook claude-code":  {outText, outJSON}, // Claude Code's hook JSON either way
 	"verify":            {outText, outJSON},
 	"log":               {outText, outJSON},
 	"show":              {outText, outJSON},
