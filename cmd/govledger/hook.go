@@ -163,7 +163,7 @@ Examples:
 				select {
 				case r = <-done:
 				case <-ctx.Done():
-					r.err = fmt.Errorf("no decision within --timeout %s: denied (nothing may have been recorded; a retry is answered from the ledger)", c.Duration("timeout"))
+					r.err = fmt.Errorf("no decision within --timeout %s: denied (the ledger may still record a decision; a retry of the call is answered with it)", c.Duration("timeout"))
 				}
 				if r.err != nil {
 					return hookDeny(g, r.err)
