@@ -342,3 +342,33 @@ func TestHookClaudeCodeServer(t *testing.T) {
 		t.Errorf("bad token: exit %d, %q; want 2, deny", code, a.PermissionDecision)
 	}
 }
+
+// TestHookClaudeCodeNoOpinion: what is not a handoff gets no answer (exit
+// 0, no output: Claude Code's own permission flow goes on) and no entry;
+// prose SendMessage and the older Task tool name are handoffs.
+func TestHookClaudeCodeNoOpinion(t *testing.T) {
+	p := newHookProject(t)
+	scout := string(p.input("pretooluse-sendmessage-scout.json"))
+	msg := scout[strings.Index(scout, `"message":`) : strings.Index(scout, `,"summary"`)]
+	for _, tc := range []struct {
+		name, input, decision string
+	}{
+		{"shutdown-request", strings.Replace(scout, msg, `"message":{"type":"shutdown_request","request_id":"r1"}`, 1), ""},
+		{"bash", strings.Replace(string(p.input("pretooluse-agent.json")), `"tool_name":"Agent"`, `"tool_name":"Bash"`, 1), ""},
+		{"post-tool-use", strings.Replace(string(p.input("pretooluse-agent.json")), `"PreToolUse"`, `"PostToolUse"`, 1), ""},
+		{"subagent-stop", string(p.input("subagentstop.json")), ""},
+		{"prose-message", strings.Replace(strings.Replace(scout, msg, `"message":"Found the stack: Go 1.26."`, 1), "toolu_005", "toolu_015", 1), "allow"},
+		{"task-tool", strings.Replace(string(p.input("pretooluse-agent.json")), `"tool_name":"Agent"`, `"tool_name":"Task"`, 1), "allow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, code := p.run([]byte(tc.input), "hook", "claude-code")
+			if a := hookAnswer(t, out); code != 0 || a.PermissionDecision != tc.decision {
+				t.Fatalf("exit %d, decision %q; want 0, %q\n%s", code, a.PermissionDecision, tc.decision, out)
+			}
+		})
+	}
+	out, _ := p.run(nil, "--output", "json", "log", "--kind", "handoff")
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("log lists %d handoffs; want 2 (the prose message and the Task call)\n%s", n, out)
+	}
+}
