@@ -349,7 +349,7 @@ func TestHookClaudeCodeServer(t *testing.T) {
 func TestHookClaudeCodeNoOpinion(t *testing.T) {
 	p := newHookProject(t)
 	scout := string(p.input("pretooluse-sendmessage-scout.json"))
-	msg := scout[strings.Index(scout, `"message":`) : strings.Index(scout, `,"summary"`)]
+	msg := scout[strings.Index(scout, `"message":`):strings.Index(scout, `,"summary"`)]
 	for _, tc := range []struct {
 		name, input, decision string
 	}{
