@@ -120,3 +120,15 @@ func TestSkillRole(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadSubagentsSymlink: a subagent file that is a symbolic link is
+// refused (its prompt could live anywhere).
+func TestLoadSubagentsSymlink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(dir, "a.md"), subagentFile("a", ""))
+	write(t, filepath.Join(outside, "b.md"), subagentFile("b", ""))
+	symlink(t, filepath.Join(outside, "b.md"), filepath.Join(dir, "b.md"))
+	if _, err := manifest.Load(dir); !errors.Is(err, manifest.ErrPathEscape) || !strings.Contains(err.Error(), "b.md") {
+		t.Fatalf("Load = %v; want ErrPathEscape naming b.md", err)
+	}
+}
