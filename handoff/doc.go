@@ -146,7 +146,7 @@
 // debugger_report recommended_fix "Insufficient evidence" when confidence is
 // low and a fix, not that, when it is high). Record.MessageType is the
 // type; the policy checks the sender and receiver roles (VBWSenders,
-// VBWReceiver) against the registry. qa_result counts are non-negative integers with
+// VBWReceivers, VBWReceiver) against the registry. qa_result counts are non-negative integers with
 // passed+failed == total; PASS has no failed check and no failure details;
 // FAIL has a failed check; there are no more failure details than failed
 // checks (COUNTS_INCONSISTENT; failed checks without details is a warning).

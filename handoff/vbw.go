@@ -43,8 +43,8 @@ func agentsFromOptions(c *checker, rec *Record, opts Options) {
 const vbwClosed = "seed 001 lists every field of each message type"
 
 // VBWSenders maps each vbw/1 message type to the role seed 001 names as
-// its sender ("Sender: Scout | Receiver: Map Lead", ...). Every receiver
-// is a lead (Map, Execute, QA or Debug Lead): VBWReceiver.
+// its sender ("Sender: Scout | Receiver: Map Lead", ...). VBWReceivers
+// names its receivers.
 var VBWSenders = map[string]string{
 	"scout_findings":  "scout",
 	"dev_progress":    "dev",
@@ -53,7 +53,22 @@ var VBWSenders = map[string]string{
 	"debugger_report": "debugger",
 }
 
-// VBWReceiver is the role that receives every vbw/1 message type.
+// VBWReceivers maps each vbw/1 message type to the lead roles seed 001
+// names as its receiver: "Receiver: Map Lead" (scout_findings), "Execute
+// Lead" (dev_progress, dev_blocker), "Lead (Execute or QA skill)"
+// (qa_result), "Debug Lead" (debugger_report). VBWReceiver, any lead,
+// receives every type besides these.
+var VBWReceivers = map[string][]string{
+	"scout_findings":  {"map-lead"},
+	"dev_progress":    {"execute-lead"},
+	"dev_blocker":     {"execute-lead"},
+	"qa_result":       {"execute-lead", "qa-lead"},
+	"debugger_report": {"debug-lead"},
+}
+
+// VBWReceiver is the role of any lead: a registry that does not tell its
+// leads apart gives them all this role, and it receives every vbw/1
+// message type.
 const VBWReceiver = "lead"
 
 // insufficientEvidence is seed 001's recommended_fix when the debugger's

@@ -1,6 +1,7 @@
 // Package manifest loads and validates govledger's agent registry: a
-// prompt-manifest.json file, or a folder of */SKILL.md skills whose front
-// matter declares a handoff block (seed 000).
+// prompt-manifest.json file, a folder of */SKILL.md skills whose front
+// matter declares a handoff block (seed 000), or a Claude Code subagents
+// folder (.claude/agents/*.md, ParseSubagents).
 //
 // The types:
 //
@@ -30,7 +31,8 @@
 // request_types are among query, task, analysis, decision; vbw_role
 // (optional) is one of VBWRoles, the roles of seed 001's messages, and a
 // registry that declares it for any agent opts in to the policy's sender
-// and receiver check for vbw/1; prompt_path is a
+// and receiver check for vbw/1 (a SKILL.md or a subagent file declares it
+// at the top of its front matter); prompt_path is a
 // relative, clean, slash-separated ASCII path (no "..", no absolute path,
 // no backslash, no NUL) and no two agents' paths differ only by case.
 // Unknown fields, duplicate names, trailing data, invalid UTF-8, a byte

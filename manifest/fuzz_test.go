@@ -107,3 +107,29 @@ func FuzzParseSkill(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSubagent: a Claude Code subagent file never crashes the parser,
+// every failure is an ErrorList, and an accepted agent's snapshot reads
+// back to the same agents.
+func FuzzParseSubagent(f *testing.F) {
+	addSeeds(f, "../testdata/skills/*/SKILL.md", "../testdata/manifests/hostile-skills/*.md")
+	f.Add([]byte("---\nname: a\ndescription: d\ntools: Read\nvbw_role: map-lead\n---\nYou are a.\n"))
+	f.Add([]byte("---\nname: a\ndescription: d\nhandoff:\n  accepts_handoff: false\n  handoff_to: [a]\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reg, err := manifest.ParseSubagents("", []manifest.SkillFile{{Path: "a.md", Data: data}})
+		if err != nil {
+			checkList(t, err)
+			return
+		}
+		if len(reg.Agents) != 1 || reg.Agents[0].ID != "a" || reg.Agents[0].PromptPath != "a.md" {
+			t.Fatalf("agents = %+v", reg.Agents)
+		}
+		back, err := manifest.ParseSnapshot(reg.Snapshot)
+		if err != nil {
+			t.Fatalf("ParseSnapshot: %v\n%s", err, reg.Snapshot)
+		}
+		if !back.FromSubagents || !reflect.DeepEqual(back.Agents, reg.Agents) {
+			t.Fatalf("snapshot round trip changed the agents:\n%+v\n%+v", reg.Agents, back.Agents)
+		}
+	})
+}

@@ -17,7 +17,8 @@ import (
 
 // Load reads an agent registry from the file system. A path naming a
 // directory loads a skills folder (its */SKILL.md files, one level deep; see
-// ParseSkills); any other path loads a prompt-manifest.json (see Parse),
+// ParseSkills), or, when it holds no */SKILL.md but *.md files, a Claude
+// Code subagents folder (see ParseSubagents); any other path loads a prompt-manifest.json (see Parse),
 // whose prompt paths are relative to the file's folder.
 //
 // Beyond the lexical rules, Load checks every prompt path through an
@@ -164,6 +165,9 @@ func loadSkills(dir string) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isSubagentsFolder(root, entries) {
+		return loadSubagents(dir, root, entries)
+	}
 	var (
 		files []SkillFile
 		errs  ErrorList
@@ -200,6 +204,9 @@ func loadSkills(dir string) (*Registry, error) {
 		}
 		files = append(files, SkillFile{Path: p, Data: data})
 	}
+	if len(files) == 0 && len(errs) == 0 {
+		return nil, ErrorList{{File: dir, Err: fmt.Errorf("%w: looked for skills (<folder>/SKILL.md) and Claude Code subagent files (<name>.md) in the folder, found neither", ErrNoAgents)}}
+	}
 	reg, err := ParseSkills(dir, files)
 	var list ErrorList
 	if errors.As(err, &list) {
@@ -230,4 +237,22 @@ func readFileMax(name string, limit int64) ([]byte, error) {
 		return nil, ErrorList{{File: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}}
 	}
 	return data, nil
+}
+
+// isSubagentsFolder reports whether a registry folder is a Claude Code
+// subagents folder: *.md files at its top level and no */SKILL.md.
+func isSubagentsFolder(root *os.Root, entries []fs.DirEntry) bool {
+	md := false
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := root.Lstat(filepath.Join(e.Name(), skillFile)); err == nil {
+				return false
+			}
+			continue
+		}
+		if strings.HasSuffix(e.Name(), ".md") {
+			md = true
+		}
+	}
+	return md
 }

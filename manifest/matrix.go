@@ -58,7 +58,8 @@ func (r *Registry) Grounds(src, dst string) []Ground {
 // Allows answers pair by pair; everything it does not list is refused.
 type Matrix struct {
 	// Kind is "manifest" for a prompt-manifest.json, "skills" for a
-	// folder of SKILL.md files.
+	// folder of SKILL.md files, "subagents" for a Claude Code subagents
+	// folder.
 	Kind string `json:"kind"`
 	// Agents is the number of registered agents; Allowed the number of
 	// allowed (source, target) pairs, of Agents*Agents.
@@ -102,6 +103,9 @@ func (r *Registry) Matrix() *Matrix {
 	}
 	if r.FromSkills {
 		m.Kind = "skills"
+	}
+	if r.FromSubagents {
+		m.Kind = "subagents"
 	}
 	ids := make([]*Agent, len(r.Agents))
 	for i := range r.Agents {

@@ -127,8 +127,9 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 	if err := json.Unmarshal(data, &peek); err != nil || peek.Registry == nil {
 		return Parse(name, data, "")
 	}
-	if *peek.Registry != SkillsRegistry {
-		return nil, ErrorList{{File: name, Field: "/registry", Err: fmt.Errorf("%w: registry %s; want %q", ErrSnapshot, quote(*peek.Registry), SkillsRegistry)}}
+	subagents := *peek.Registry == SubagentsRegistry
+	if *peek.Registry != SkillsRegistry && !subagents {
+		return nil, ErrorList{{File: name, Field: "/registry", Err: fmt.Errorf("%w: registry %s; want %q or %q", ErrSnapshot, quote(*peek.Registry), SkillsRegistry, SubagentsRegistry)}}
 	}
 	var snap skillsSnapshot
 	if err := strictjson.Unmarshal(name, data, &snap); err != nil {
@@ -149,11 +150,15 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
 		normalize(a)
-		for _, p := range checkSkillAgent(a) {
+		for _, p := range checkSkillAgent(a, subagents) {
 			s := loc(i, p.field)
 			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: p.err})
 		}
-		if want := a.ID + "/" + skillFile; a.ID != "" && a.PromptPath != want {
+		want := a.ID + "/" + skillFile
+		if subagents {
+			want = a.ID + ".md"
+		}
+		if a.ID != "" && a.PromptPath != want {
 			s := loc(i, "prompt_path")
 			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field,
 				Err: fmt.Errorf("%w: skill prompt_path %s; want %q", ErrSkill, quote(a.PromptPath), want)})
@@ -167,7 +172,7 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 		sortErrors(errs)
 		return nil, errs
 	}
-	return &Registry{Agents: snap.Agents, FromSkills: true, Snapshot: bytes.Clone(data)}, nil
+	return &Registry{Agents: snap.Agents, FromSkills: true, FromSubagents: subagents, Snapshot: bytes.Clone(data)}, nil
 }
 
 // problem is a rule broken by one agent field, before it is placed.

@@ -9,18 +9,26 @@ const (
 	TypeOrchestrator = "orchestrator"
 )
 
-// VBW roles (seed 001): the senders of its five message types and the lead
-// that receives them all.
+// VBW roles (seed 001): the senders of its five message types and the
+// leads that receive them. Seed 001 names each message type's receiver: the
+// Map Lead (scout findings), the Execute Lead (dev progress and blockers),
+// the Execute or QA Lead (QA results) and the Debug Lead (debugger
+// reports). RoleLead is any lead: it receives every type, for registries
+// that do not tell their leads apart.
 const (
-	RoleScout    = "scout"
-	RoleDev      = "dev"
-	RoleQA       = "qa"
-	RoleDebugger = "debugger"
-	RoleLead     = "lead"
+	RoleScout       = "scout"
+	RoleDev         = "dev"
+	RoleQA          = "qa"
+	RoleDebugger    = "debugger"
+	RoleLead        = "lead"
+	RoleMapLead     = "map-lead"
+	RoleExecuteLead = "execute-lead"
+	RoleQALead      = "qa-lead"
+	RoleDebugLead   = "debug-lead"
 )
 
 // VBWRoles lists the values Agent.VBWRole may take.
-var VBWRoles = []string{RoleScout, RoleDev, RoleQA, RoleDebugger, RoleLead}
+var VBWRoles = []string{RoleScout, RoleDev, RoleQA, RoleDebugger, RoleLead, RoleMapLead, RoleExecuteLead, RoleQALead, RoleDebugLead}
 
 // DeclaresVBWRoles reports whether any agent of r declares a vbw_role: the
 // registry then opts in to seed 001's sender and receiver roles.
@@ -52,8 +60,10 @@ type Agent struct {
 	RequestTypes []string    `json:"request_types,omitempty"`
 	Composition  []Component `json:"composition,omitempty"`
 	// VBWRole is the agent's role in vbw/1 messages (seed 001: Scout, Dev,
-	// QA, Debugger send; a Lead receives), one of VBWRoles; "" for an agent
-	// that declares none. Manifests only.
+	// QA, Debugger send; the Map, Execute, QA and Debug Leads receive), one
+	// of VBWRoles; "" for an agent that declares none. A manifest, a skills
+	// folder (top-level vbw_role in the front matter) and a subagents
+	// folder can declare it.
 	VBWRole string `json:"vbw_role,omitempty"`
 
 	// Skills registries (seed 000) only.
@@ -73,8 +83,13 @@ type Registry struct {
 	Agents []Agent
 	// Dir is the folder prompt paths are relative to (OS path).
 	Dir string
-	// FromSkills is true when the registry was loaded from a folder of SKILL.md files.
+	// FromSkills is true when the registry was loaded from a folder of
+	// SKILL.md files or of Claude Code subagent files: agents then receive
+	// handoffs only if they accept them (seed 000's accepts_handoff).
 	FromSkills bool
+	// FromSubagents is true when the registry was loaded from a Claude Code
+	// subagents folder (.claude/agents/); FromSkills is then true too.
+	FromSubagents bool
 	// Snapshot is the bytes recorded in the ledger as this registry's
 	// snapshot: the manifest file's bytes, or for a skills folder the
 	// canonical JSON of the registry as loaded. ParseSnapshot reads it back.

@@ -92,7 +92,12 @@ func TestManifestVersionsAndRoles(t *testing.T) {
 		{"1.0.0", manifest.RoleLead, nil},
 		{"1.0", "", manifest.ErrAgentVersion},
 		{"1.0.0", "Scout", manifest.ErrVBWRole},
-		{"1.0.0", "map-lead", manifest.ErrVBWRole},
+		{"1.0.0", manifest.RoleMapLead, nil},
+		{"1.0.0", manifest.RoleExecuteLead, nil},
+		{"1.0.0", manifest.RoleQALead, nil},
+		{"1.0.0", manifest.RoleDebugLead, nil},
+		{"1.0.0", "map_lead", manifest.ErrVBWRole},
+		{"1.0.0", "Map Lead", manifest.ErrVBWRole},
 	} {
 		reg, err := manifest.Parse("m.json", doc(tc.version, tc.role), "")
 		if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {

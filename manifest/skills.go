@@ -76,7 +76,7 @@ type SkillFile struct {
 // agent is checked on its own; rules across agents (references, duplicate
 // ids, the folder name) are ParseSkills'. Errors are an ErrorList.
 func ParseSkill(file string, data []byte) (agent Agent, ok bool, err error) {
-	a, ok, _, errs := parseSkill(file, file, data)
+	a, ok, _, errs := parseAgentFile(file, file, data, false)
 	if len(errs) > 0 {
 		sortErrors(errs)
 		return Agent{}, false, errs
@@ -109,7 +109,7 @@ func ParseSkills(dir string, files []SkillFile) (*Registry, error) {
 			errs = append(errs, &Error{File: name, Err: fmt.Errorf("%w: skill files are <folder>/SKILL.md, got %s", ErrSkill, quote(f.Path))})
 			continue
 		}
-		a, ok, at, ferrs := parseSkill(name, f.Path, f.Data)
+		a, ok, at, ferrs := parseAgentFile(name, f.Path, f.Data, false)
 		errs = append(errs, ferrs...)
 		if !ok || len(ferrs) > 0 {
 			continue
@@ -186,9 +186,10 @@ func cutLine(data []byte) (line, rest []byte, found bool) {
 	return line, rest, found
 }
 
-// parseSkill parses one SKILL.md named file (for errors) whose prompt path
-// is promptPath. at maps validate's field names to places in the file.
-func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[string]site, errs ErrorList) {
+// parseAgentFile parses one SKILL.md, or with subagent one Claude Code
+// subagent file, named file (for errors) whose prompt path is promptPath.
+// at maps validate's field names to places in the file.
+func parseAgentFile(file, promptPath string, data []byte, subagent bool) (a Agent, ok bool, at map[string]site, errs ErrorList) {
 	fail := func(line, col int, field string, err error) {
 		errs = append(errs, &Error{File: file, Line: line, Col: col, Field: field, Err: err})
 	}
@@ -258,15 +259,40 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 	}
 	top := doc.Content[0]
 	handoff := lookup(top, "handoff")
-	if handoff == nil {
+	if handoff == nil && !subagent {
 		return
 	}
 	at = map[string]site{}
 	y.at = at
-	y.pos(handoff.key, "handoff", "handoff")
+	if handoff != nil {
+		y.pos(handoff.key, "handoff", "handoff")
+	} else {
+		at["handoff"] = site{file: file, line: before + 1, col: 1}
+	}
 	a = Agent{Type: TypeDomain, Version: DefaultSkillVersion, PromptPath: promptPath}
+	if subagent {
+		// Claude Code requires both; a file missing one is not a subagent
+		// it would run, so it cannot be registered either.
+		for _, k := range []string{"name", "description"} {
+			if n := lookup(top, k); n == nil {
+				y.errs = append(y.errs, &Error{File: file, Line: before + 1, Col: 1, Field: k,
+					Err: fmt.Errorf("%w: a Claude Code subagent file needs %s in its front matter", ErrMissing, k)})
+			} else if k == "description" {
+				y.str(n.val, k)
+			}
+		}
+		if handoff == nil {
+			a.AcceptsHandoff = true
+		}
+	}
+	if n := lookup(top, "vbw_role"); n != nil {
+		y.pos(n.val, "vbw_role", "vbw_role")
+		a.VBWRole = y.str(n.val, "vbw_role")
+	}
 	if n := lookup(top, "name"); n == nil {
-		y.fail(handoff.key, "name", fmt.Errorf("%w: a skill with a handoff block needs a name", ErrMissing))
+		if !subagent {
+			y.fail(handoff.key, "name", fmt.Errorf("%w: a skill with a handoff block needs a name", ErrMissing))
+		}
 	} else {
 		y.pos(n.val, "agent_id", "name")
 		a.ID = y.str(n.val, "name")
@@ -279,12 +305,16 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 		y.pos(n.val, "agent_version", "version")
 		a.Version = y.str(n.val, "version")
 	}
-	if handoff.val.Kind != yaml.MappingNode {
+	if handoff != nil && handoff.val.Kind != yaml.MappingNode {
 		y.fail(handoff.val, "handoff", fmt.Errorf("%w: handoff must be a mapping", ErrSkill))
 		return a, false, at, y.errs
 	}
-	for k := 0; k+1 < len(handoff.val.Content); k += 2 {
-		key, val := handoff.val.Content[k], handoff.val.Content[k+1]
+	var block []*yaml.Node
+	if handoff != nil {
+		block = handoff.val.Content
+	}
+	for k := 0; k+1 < len(block); k += 2 {
+		key, val := block[k], block[k+1]
 		f := "handoff/" + key.Value
 		y.pos(key, key.Value, f)
 		switch key.Value {
@@ -334,12 +364,12 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: err})
 		}
 	}
-	if _, ok := at["accepts_handoff"]; !ok {
+	if _, ok := at["accepts_handoff"]; !ok && handoff != nil {
 		s := at["handoff"]
 		errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field,
 			Err: fmt.Errorf("%w: accepts_handoff is required (true for a handoff option, false for a skill that only sends)", ErrSkill)})
 	}
-	for _, p := range checkSkillAgent(&a) {
+	for _, p := range checkSkillAgent(&a, subagent) {
 		s := locateSkill(file, at, p.field)
 		if p.field == "accepts_handoff" || p.field == "handoff_categories" || p.field == "handoff_description" {
 			if _, ok := at[p.field]; !ok {
@@ -359,9 +389,13 @@ func parseSkill(file, promptPath string, data []byte) (a Agent, ok bool, at map[
 // "For a skill to appear as a handoff option" it needs accepts_handoff:
 // true, at least one category and a description; a skill that does not
 // accept handoffs needs neither, but what it declares is still checked.
-func checkSkillAgent(a *Agent) []problem {
+//
+// Subagents (Claude Code files) are handoff targets by Claude Code's own
+// rule, not seed 000's, so categories and description are not required of
+// them.
+func checkSkillAgent(a *Agent, subagent bool) []problem {
 	var ps []problem
-	if a.AcceptsHandoff && len(a.HandoffCategories) == 0 {
+	if a.AcceptsHandoff && !subagent && len(a.HandoffCategories) == 0 {
 		ps = append(ps, problem{"handoff_categories", fmt.Errorf("%w: handoff_categories needs at least one category (REQUIRED for a skill with accepts_handoff: true)", ErrSkill)})
 	}
 	seen := map[string]bool{}
@@ -374,7 +408,7 @@ func checkSkillAgent(a *Agent) []problem {
 		}
 		seen[c] = true
 	}
-	if a.AcceptsHandoff && strings.TrimSpace(a.HandoffDescription) == "" {
+	if a.AcceptsHandoff && !subagent && strings.TrimSpace(a.HandoffDescription) == "" {
 		ps = append(ps, problem{"handoff_description", fmt.Errorf("%w: handoff_description must be non-empty (REQUIRED for a skill with accepts_handoff: true)", ErrSkill)})
 	}
 	for _, l := range []struct {

@@ -486,7 +486,8 @@ func (c *checker) swarmTarget() {
 
 // vbwRoles applies seed 001's roles to a typed vbw/1 message when the
 // registry declares vbw_role for any agent: the source must have the
-// sender role of the message type, the target the lead role.
+// sender role of the message type, the target one of the lead roles that
+// receive it (handoff.VBWReceivers) or "lead", any lead.
 func (c *checker) vbwRoles() {
 	typ := c.rec.MessageType
 	if c.rec.Format != handoff.VBW || typ == "" || !c.in.Registry.DeclaresVBWRoles() {
@@ -497,9 +498,11 @@ func (c *checker) vbwRoles() {
 		c.add(reason.RoleMismatch, reason.Error, "type",
 			"source agent %s has vbw_role %s, but seed 001's sender of %s is %s", q(s.ID), roleName(s.VBWRole), typ, want)
 	}
-	if d := c.dst.agent; d != nil && d.VBWRole != handoff.VBWReceiver {
+	leads := handoff.VBWReceivers[typ]
+	if d := c.dst.agent; d != nil && d.VBWRole != handoff.VBWReceiver && !slices.Contains(leads, d.VBWRole) {
 		c.add(reason.RoleMismatch, reason.Error, "type",
-			"target agent %s has vbw_role %s, but seed 001's receiver of %s is a %s", q(d.ID), roleName(d.VBWRole), typ, handoff.VBWReceiver)
+			"target agent %s has vbw_role %s, but seed 001's receiver of %s is %s (or %s, any lead)",
+			q(d.ID), roleName(d.VBWRole), typ, strings.Join(leads, " or "), handoff.VBWReceiver)
 	}
 }
 

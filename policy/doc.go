@@ -93,7 +93,10 @@
 //     any agent: ROLE_MISMATCH (error) when the source's vbw_role is not
 //     the sender seed 001 names for the message type (scout_findings:
 //     scout; dev_progress, dev_blocker: dev; qa_result: qa;
-//     debugger_report: debugger) or the target's is not lead.
+//     debugger_report: debugger) or the target's is not its receiver
+//     (scout_findings: map-lead; dev_progress, dev_blocker: execute-lead;
+//     qa_result: execute-lead or qa-lead; debugger_report: debug-lead) nor
+//     lead, any lead.
 //  9. governed/1 only: INVALID_REQUEST_TYPE (error) when the target declares
 //     request_types and context.request.type is not one of them; the message
 //     lists the source's allowed targets that accept that type.

@@ -250,6 +250,7 @@ func commands(g *globals) []*cli.Command {
 		validateCommand(g),
 		handoffCommand(g),
 		recordCommand(g),
+		hookCommand(g),
 		verifyCommand(g),
 		logCommand(g),
 		showCommand(g),

@@ -431,8 +431,8 @@ func TestCompletionCandidates(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{""}, []string{"lock", "validate", "handoff", "record", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
-			"demo", "bench", "keygen", "checkpoint", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
+		{[]string{""}, []string{"lock", "validate", "handoff", "record", "hook", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
+			"demo", "bench", "keygen", "checkpoint", "publish", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
 		{[]string{"ver"}, []string{"verify", "verify-proof"}},
 		{[]string{"--o"}, []string{"--output", "--origin"}},
 		{[]string{"verify"}, []string{"verify"}},

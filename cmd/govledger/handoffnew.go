@@ -33,9 +33,9 @@ Examples:
 	}
 }
 
-// governedDoc is a governed/1 document as handoff new writes it, in the
+// newHandoffDoc is a governed/1 document as handoff new writes it, in the
 // field order of the format's example.
-type governedDoc struct {
+type newHandoffDoc struct {
 	HandoffID       string          `json:"handoff_id"`
 	Timestamp       string          `json:"timestamp"`
 	ProtocolVersion string          `json:"protocol_version"`
@@ -43,13 +43,6 @@ type governedDoc struct {
 	Target          governedAgent   `json:"target_agent"`
 	Context         governedContext `json:"context"`
 	Governance      governedGov     `json:"governance"`
-}
-
-type governedAgent struct {
-	Type       string `json:"agent_type"`
-	ID         string `json:"agent_id"`
-	Version    string `json:"agent_version"`
-	PromptHash string `json:"prompt_hash"`
 }
 
 type governedContext struct {
@@ -129,7 +122,7 @@ Examples:
 				return internalErr(err)
 			}
 			if o.Decision.Decision != reason.Accepted {
-				fmt.Fprintf(g.stderr, "govledger: handoff new: the registry and the lock reject %s -> %s; nothing was written:\n", doc.Source.ID, doc.Target.ID)
+				fmt.Fprintf(g.stderr, "govledger: handoff new: the registry and the lock reject %s -> %s; nothing was written:\n", doc.Source.AgentID, doc.Target.AgentID)
 				for _, r := range o.Decision.Reasons {
 					fmt.Fprintf(g.stderr, "  %-8s %s %s\n", r.Severity, r.Code, reasonText(r))
 				}
@@ -143,7 +136,7 @@ Examples:
 
 // newGovernedDoc builds the document from source to target (either may be
 // empty: the first pair the registry allows), stamped at now.
-func newGovernedDoc(cfg *govern.Config, from, to, typ, description string, now time.Time) (*governedDoc, error) {
+func newGovernedDoc(cfg *govern.Config, from, to, typ, description string, now time.Time) (*newHandoffDoc, error) {
 	reg := cfg.Registry
 	if from == "" {
 		for _, a := range reg.Agents {
@@ -181,10 +174,10 @@ func newGovernedDoc(cfg *govern.Config, from, to, typ, description string, now t
 		if !ok {
 			return governedAgent{}, fmt.Errorf("agent %q is not in the lock: run 'govledger lock'", a.ID)
 		}
-		return governedAgent{Type: a.Type, ID: a.ID, Version: a.Version,
+		return governedAgent{AgentType: a.Type, AgentID: a.ID, AgentVersion: a.Version,
 			PromptHash: strings.TrimPrefix(e.PromptHash, lockfile.DigestPrefix)}, nil
 	}
-	doc := &governedDoc{HandoffID: uuid.NewString(), Timestamp: now.UTC().Format(time.RFC3339), ProtocolVersion: "1.0.0",
+	doc := &newHandoffDoc{HandoffID: uuid.NewString(), Timestamp: now.UTC().Format(time.RFC3339), ProtocolVersion: "1.0.0",
 		Governance: governedGov{SourceVerified: true, TargetVerified: true, CompositionValid: true,
 			BoundariesRespected: slices.Contains(src.HandoffTo, to), AuditTrail: "govledger handoff new"}}
 	var err error

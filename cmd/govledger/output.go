@@ -56,6 +56,9 @@ var outputs = map[string][]string{
 	"handoff":           {outText},
 	"handoff new":       {outText}, // the document is JSON either way
 	"record":            {outText, outJSON, outSeedError},
+	"hook":              {outText},
+	"publish":           {outText, outJSON},
+	"hook claude-code":  {outText, outJSON}, // Claude Code's hook JSON either way
 	"verify":            {outText, outJSON},
 	"log":               {outText, outJSON},
 	"show":              {outText, outJSON},
