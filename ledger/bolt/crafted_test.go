@@ -2,9 +2,13 @@ package bolt_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
@@ -85,4 +89,66 @@ func TestCraftedFilesRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzWritableOpen applies one of bolttest.Crafts (or none) and XOR
+// patches (4-byte offset, 1-byte mask) to a small ledger file, then opens
+// it for writing as record and serve do and appends one entry: the Open
+// and the Append return an error or succeed, and never kill the process
+// (a Go fatal error fails the fuzz run with the crashing input).
+func FuzzWritableOpen(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "orig.db")
+	l, err := bolt.Open(path, &bolt.Options{Origin: "test.example/fuzzwrite"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := 0; i < 120; i++ {
+		if _, err := l.Append(context.Background(), benchHandoff(i)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	l.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for i := range bolttest.Crafts {
+		f.Add(byte(i), []byte{})
+	}
+	f.Add(byte(255), []byte{0x18, 0, 0, 0, 0x40})
+	f.Fuzz(func(t *testing.T, craft byte, patches []byte) {
+		p := filepath.Join(t.TempDir(), "f.db")
+		if err := os.WriteFile(p, orig, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if int(craft) < len(bolttest.Crafts) {
+			if err := bolttest.Crafts[craft].Apply(p); err != nil {
+				t.Skip(err)
+			}
+		}
+		if len(patches) >= 5 {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ; len(patches) >= 5; patches = patches[5:] {
+				b[binary.LittleEndian.Uint32(patches)%uint32(len(b))] ^= patches[4]
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := bolt.Open(p, &bolt.Options{NoCreate: true, Timeout: time.Second})
+		if err != nil {
+			if strings.Contains(err.Error(), "panic") && !errors.Is(err, ledger.ErrCorrupt) {
+				t.Fatalf("Open: %v", err)
+			}
+			return
+		}
+		defer l.Close()
+		if _, err := l.Append(context.Background(), benchHandoff(1000)); err != nil {
+			t.Logf("Append: %v", err)
+		}
+	})
 }
