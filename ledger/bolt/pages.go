@@ -102,7 +102,7 @@ type pageWalker struct {
 	// before bbolt descends it; the leaf's elements are read, and checked,
 	// by the reads that use them (guard.go).
 	headers bool
-	bufs [maxTreeDepth + 2][]byte // the page read at each depth of the walk
+	bufs    [maxTreeDepth + 2][]byte // the page read at each depth of the walk
 }
 
 // buf returns the buffer of depth, n bytes long, keeping the bytes already
