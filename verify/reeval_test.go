@@ -120,6 +120,9 @@ func TestReevaluate(t *testing.T) {
 		{"inputs-@9", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 9, func(e *entry.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
 		}, 9, "9:malformed"},
+		{"manifest-not-in-force-@15", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 15, func(e *entry.Entry) { e.ManifestSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
+		}, 15, "15:snapshot"},
 		{"lock-not-in-force-@15", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 15, func(e *entry.Entry) { e.LockSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
 		}, 15, "15:snapshot"},

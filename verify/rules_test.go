@@ -148,3 +148,24 @@ func TestTamperSameSize(t *testing.T) {
 		})
 	}
 }
+
+// TestRulePayloadSize: the payload's size is part of what an entry
+// commits to. The last entry's payload_size is made one larger (its bytes
+// and SHA-256 unchanged, the stored head moved to the new hash): only
+// the size check can see it, kind "payload" at seq 19.
+func TestRulePayloadSize(t *testing.T) {
+	f := buildLedger(t)
+	p := bolttest.CopyFile(t, f.path)
+	last := storedEntry(t, p, 19)
+	*last.PayloadSize++
+	replaceLast(t, p, last)
+	for _, full := range []bool{false, true} {
+		rep, err := flippedReport(t, p, full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !findingAt(rep, 19, verify.KindPayload) || rep.FirstBad != 19 {
+			t.Errorf("full %v: first bad %d, findings %v; want kind payload at seq 19", full, rep.FirstBad, rep.Findings)
+		}
+	}
+}
