@@ -120,6 +120,12 @@ func TestReevaluate(t *testing.T) {
 		{"inputs-@9", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 9, func(e *entry.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
 		}, 9, "9:malformed"},
+		{"lifts-added-@17", func(t *testing.T, s *fakeSource) {
+			// Lock v1 again leaves domain-02-analysis's prompt hash as it
+			// was: its block stays, and a lifts list naming it is not what
+			// the two locks give (the fold accepts it: the agent is blocked).
+			rewrite(t, s, 17, func(e *entry.Entry) { e.Lifts = &[]string{"domain-02-analysis"} })
+		}, 17, "17:state 18:decision 18:reasons 19:reasons"},
 		{"manifest-not-in-force-@15", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 15, func(e *entry.Entry) { e.ManifestSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
 		}, 15, "15:snapshot"},
