@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -126,6 +127,15 @@ func TestReevaluate(t *testing.T) {
 			// the two locks give (the fold accepts it: the agent is blocked).
 			rewrite(t, s, 17, func(e *entry.Entry) { e.Lifts = &[]string{"domain-02-analysis"} })
 		}, 17, "17:state 18:decision 18:reasons 19:reasons"},
+		{"lifts-an-agent-not-blocked-@17", func(t *testing.T, s *fakeSource) {
+			// domain-05-product was unblocked at seq 8: the fold refuses
+			// the lift, and the two locks do not give it either.
+			rewrite(t, s, 17, func(e *entry.Entry) { e.Lifts = &[]string{"domain-05-product"} })
+		}, 17, "17:state 17:state 18:snapshot 19:snapshot"},
+		{"key-rotation-old-key-not-in-force-@21", func(t *testing.T, s *fakeSource) {
+			appendEntry(t, s, &entry.Entry{Kind: entry.KindKeyRotation, OldKey: "key-a", NewKey: "key-b", Note: "rotated"})
+			appendEntry(t, s, &entry.Entry{Kind: entry.KindKeyRotation, OldKey: "key-a", NewKey: "key-c", Note: "rotated again"})
+		}, 21, "21:state"},
 		{"manifest-not-in-force-@15", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 15, func(e *entry.Entry) { e.ManifestSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
 		}, 15, "15:snapshot"},
@@ -224,4 +234,22 @@ func TestReevaluateExportInputs(t *testing.T) {
 			t.Errorf("workers %d: findings %q, first bad %d; want 9:malformed", workers, g, rep.FirstBad)
 		}
 	}
+}
+
+// appendEntry appends e to src as the entry after its last one (seq, prev
+// and time set here).
+func appendEntry(t *testing.T, src *fakeSource, e *entry.Entry) {
+	t.Helper()
+	last, err := entry.Decode(src.raws[len(src.raws)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.V, e.Seq, e.Prev = entry.Version, last.Seq+1, entry.LeafHash(src.raws[len(src.raws)-1])
+	e.Time = entry.Time{Time: last.Time.Add(time.Second)}
+	raw, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.keys = append(src.keys, e.Seq)
+	src.raws = append(src.raws, raw)
 }
