@@ -13,6 +13,7 @@ import (
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/bolt/bolttest"
+	bbolt "go.etcd.io/bbolt"
 )
 
 // craftedLedger writes a closed ledger of n ~1 KiB handoffs: enough that
@@ -151,4 +152,29 @@ func FuzzWritableOpen(f *testing.F) {
 			t.Logf("Append: %v", err)
 		}
 	})
+}
+
+// TestOpenRefusesMissingBucket: a file without one of the format's
+// buckets is refused by every Open (checkMeta), so verify reports it as
+// a corrupt file (exit 1) before any replay; Check's own "missing_bucket"
+// finding is for a file opened before the bucket went.
+func TestOpenRefusesMissingBucket(t *testing.T) {
+	orig := craftedLedger(t, 3)
+	for _, name := range []string{"entries", "blobs", "idx_agent", "tiles"} {
+		p := bolttest.CopyFile(t, orig)
+		db, err := bbolt.Open(p, 0o600, &bbolt.Options{Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket([]byte(name)) }); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		for _, o := range []bolt.Options{{ReadOnly: true}, {ReadOnly: true, CheckPages: true}, {NoCreate: true}} {
+			_, err := bolt.Open(p, &o)
+			if !errors.Is(err, ledger.ErrCorrupt) || !strings.Contains(err.Error(), name) {
+				t.Errorf("bucket %s deleted: Open(%s) = %v, want ErrCorrupt naming it", name, o.String(), err)
+			}
+		}
+	}
 }
