@@ -3,10 +3,12 @@ package verify_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/bolt/bolttest"
 	"github.com/govledger/govledger/verify"
@@ -167,5 +169,43 @@ func TestRulePayloadSize(t *testing.T) {
 		if !findingAt(rep, 19, verify.KindPayload) || rep.FirstBad != 19 {
 			t.Errorf("full %v: first bad %d, findings %v; want kind payload at seq 19", full, rep.FirstBad, rep.Findings)
 		}
+	}
+}
+
+// TestRuleKeyInForce: meta "key" is the new_key of the last key_rotation
+// (the checkpoint key readers trust). A ledger whose last entry rotates
+// to "key-b" and whose meta key then says "key-x" fails verify with a
+// structural finding of kind "index" (the store check's key_state).
+func TestRuleKeyInForce(t *testing.T) {
+	f := buildLedger(t)
+	p := bolttest.CopyFile(t, f.path)
+	l, err := bolt.Open(p, &bolt.Options{NoCreate: true, Now: bolttest.NewClock(start.Add(time.Hour)).Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Append(t.Context(), &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+		e.Kind, e.OldKey, e.NewKey, e.Note = entry.KindKeyRotation, "key-a", "key-b", "rotated"
+		return nil
+	}})
+	if cerr := l.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := verifyFile(t, p, verify.Options{}); err != nil || !rep.OK() {
+		t.Fatalf("after the rotation: %v, %v", err, rep.Findings)
+	}
+	if err := bolttest.InsertKey(p, bolttest.BucketMeta, []byte("key"), []byte("key-x")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verifyFile(t, p, verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || !slices.ContainsFunc(rep.Findings, func(x verify.Finding) bool {
+		return x.Kind == verify.KindIndex && x.Structural && strings.Contains(x.Message, ledger.FindKey)
+	}) {
+		t.Errorf("meta key edited: %v; want a structural index finding (%s)", rep.Findings, ledger.FindKey)
 	}
 }
