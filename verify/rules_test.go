@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -207,5 +208,36 @@ func TestRuleKeyInForce(t *testing.T) {
 		return x.Kind == verify.KindIndex && x.Structural && strings.Contains(x.Message, ledger.FindKey)
 	}) {
 		t.Errorf("meta key edited: %v; want a structural index finding (%s)", rep.Findings, ledger.FindKey)
+	}
+}
+
+// entriesPanic is a source whose Entries panics after delivering three
+// entries.
+type entriesPanic struct{ fakeSource }
+
+func (s *entriesPanic) Entries(ctx context.Context, fn func(uint64, []byte) error) error {
+	n := 0
+	return s.fakeSource.Entries(ctx, func(seq uint64, raw []byte) error {
+		if n == 3 {
+			panic("the source broke")
+		}
+		n++
+		return fn(seq, raw)
+	})
+}
+
+// TestReplaySourcePanics: a source that panics while delivering entries
+// stops the replay with a report, not a crash: kind "corrupt" at the seq
+// after the last one delivered ("replay stopped"), the entries before it
+// judged.
+func TestReplaySourcePanics(t *testing.T) {
+	c := baseChain(t)
+	rep, err := verify.Replay(t.Context(), &entriesPanic{*c.src}, noReeval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.FirstBad != 4 || rep.Entries != 3 || !findingAt(rep, 4, verify.KindCorrupt) ||
+		!strings.Contains(rep.Findings[len(rep.Findings)-1].Message, "replay stopped") {
+		t.Errorf("Replay(panicking Entries) = first bad %d, %d entries, %v; want corrupt at 4 after 3 entries", rep.FirstBad, rep.Entries, rep.Findings)
 	}
 }
