@@ -241,3 +241,21 @@ func TestReplaySourcePanics(t *testing.T) {
 		t.Errorf("Replay(panicking Entries) = first bad %d, %d entries, %v; want corrupt at 4 after 3 entries", rep.FirstBad, rep.Entries, rep.Findings)
 	}
 }
+
+// TestReplayHeadCorrupt: a stored head that cannot be read (the store
+// says ErrCorrupt) is a finding of kind "corrupt" at the last seq, not an
+// error that would hide the rest of the report.
+func TestReplayHeadCorrupt(t *testing.T) {
+	c := baseChain(t)
+	opts := noReeval
+	opts.Head = func() (uint64, entry.Hash, error) {
+		return 0, entry.Hash{}, fmt.Errorf("%w: meta head is 7 bytes", ledger.ErrCorrupt)
+	}
+	rep, err := verify.Replay(t.Context(), c.src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.FirstBad != 9 || !findingAt(rep, 9, verify.KindCorrupt) {
+		t.Errorf("Replay(head corrupt) = first bad %d, %v; want corrupt at 9", rep.FirstBad, rep.Findings)
+	}
+}
