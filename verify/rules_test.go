@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -257,5 +258,20 @@ func TestReplayHeadCorrupt(t *testing.T) {
 	}
 	if rep.OK() || rep.FirstBad != 9 || !findingAt(rep, 9, verify.KindCorrupt) {
 		t.Errorf("Replay(head corrupt) = first bad %d, %v; want corrupt at 9", rep.FirstBad, rep.Findings)
+	}
+}
+
+// TestReplayBlobUnreadable: bytes the source cannot read for a reason
+// other than their absence or damage (an I/O error) are kind "corrupt" at
+// the entry naming them, and the replay goes on.
+func TestReplayBlobUnreadable(t *testing.T) {
+	c := baseChain(t)
+	c.src.blobErr = errors.New("read /dev/sdb: input/output error")
+	rep, err := verify.Replay(t.Context(), c.src, noReeval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.FirstBad != 1 || !findingAt(rep, 1, verify.KindCorrupt) || !findingAt(rep, 9, verify.KindCorrupt) || rep.Entries != 9 {
+		t.Errorf("Replay(blob I/O error) = first bad %d, %d entries, %v; want corrupt at 1 and 9", rep.FirstBad, rep.Entries, rep.Findings)
 	}
 }
