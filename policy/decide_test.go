@@ -119,6 +119,19 @@ func TestDecide(t *testing.T) {
 			"governance.composition_valid", false),
 			edit: brokenComposition,
 			want: []reason.Code{reason.CompositionInvalid}},
+		// A registry built in code is not checked by the manifest parser:
+		// the decision itself refuses a sum over 100, not only one under.
+		{name: "composition summing to 110 (60 + 50), built in code", payload: governed(t,
+			"source_agent", agentRef("archetype-product-thinker"),
+			"target_agent", agentRef("domain-03-technical")),
+			edit: func(in *policy.Input) {
+				r := cloneRegistry(in.Registry)
+				a, _ := r.Agent("archetype-product-thinker")
+				a.Composition = []manifest.Component{{AgentID: a.Composition[0].AgentID, Percent: 60}, {AgentID: a.Composition[1].AgentID, Percent: 50}}
+				in.Registry = r
+			},
+			want: []reason.Code{reason.CompositionInvalid, reason.AttestationMismatch},
+			msgs: []string{"percents sum to 110, not 100"}},
 		{name: "composition naming a non-domain", payload: governed(t,
 			"source_agent", agentRef("archetype-product-thinker"),
 			"target_agent", agentRef("domain-05-product"),

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -120,6 +121,24 @@ func TestReevaluate(t *testing.T) {
 		{"inputs-@9", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 9, func(e *entry.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
 		}, 9, "9:malformed"},
+		{"lifts-added-@17", func(t *testing.T, s *fakeSource) {
+			// Lock v1 again leaves domain-02-analysis's prompt hash as it
+			// was: its block stays, and a lifts list naming it is not what
+			// the two locks give (the fold accepts it: the agent is blocked).
+			rewrite(t, s, 17, func(e *entry.Entry) { e.Lifts = &[]string{"domain-02-analysis"} })
+		}, 17, "17:state 18:decision 18:reasons 19:reasons"},
+		{"lifts-an-agent-not-blocked-@17", func(t *testing.T, s *fakeSource) {
+			// domain-05-product was unblocked at seq 8: the fold refuses
+			// the lift, and the two locks do not give it either.
+			rewrite(t, s, 17, func(e *entry.Entry) { e.Lifts = &[]string{"domain-05-product"} })
+		}, 17, "17:state 17:state 18:snapshot 19:snapshot"},
+		{"key-rotation-old-key-not-in-force-@21", func(t *testing.T, s *fakeSource) {
+			appendEntry(t, s, &entry.Entry{Kind: entry.KindKeyRotation, OldKey: "key-a", NewKey: "key-b", Note: "rotated"})
+			appendEntry(t, s, &entry.Entry{Kind: entry.KindKeyRotation, OldKey: "key-a", NewKey: "key-c", Note: "rotated again"})
+		}, 21, "21:state"},
+		{"manifest-not-in-force-@15", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 15, func(e *entry.Entry) { e.ManifestSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
+		}, 15, "15:snapshot"},
 		{"lock-not-in-force-@15", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 15, func(e *entry.Entry) { e.LockSHA256 = hashPtr(entry.Sum256([]byte("other"))) })
 		}, 15, "15:snapshot"},
@@ -131,30 +150,40 @@ func TestReevaluate(t *testing.T) {
 			})
 		}, 2, "2:snapshot 3:snapshot 4:snapshot 5:snapshot 6:snapshot 7:snapshot 9:snapshot 10:snapshot 11:snapshot 12:snapshot"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := fakeFromLedger(t, f.path)
-			tt.edit(t, src)
-			rep, err := verify.Replay(t.Context(), src, verify.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, x := range rep.Findings {
-				got = append(got, fmt.Sprintf("%d:%s", x.Seq, x.Kind))
-			}
-			if g := strings.Join(got, " "); g != tt.kinds {
-				t.Errorf("findings = %q, want %q\n%v", g, tt.kinds, rep.Findings)
-			}
-			if rep.FirstBad != tt.firstBad {
-				t.Errorf("FirstBad = %d, want %d", rep.FirstBad, tt.firstBad)
-			}
-			if tt.kinds == "" {
-				if rep.Counts["reevaluated"] != 12 || rep.Counts["not_reevaluated"] != 1 || !slices.Equal(rep.Redacted, []uint64{10}) {
-					t.Errorf("Counts = %v, Redacted = %v; want 12 re-evaluated, 1 not (seq 10, redacted)", rep.Counts, rep.Redacted)
+	// Each case runs with workers and without (each entry prepared by the
+	// goroutine that judges it): the findings are the same.
+	for _, workers := range []int{0, 2} {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/workers=%d", tt.name, workers), func(t *testing.T) {
+				src := fakeFromLedger(t, f.path)
+				tt.edit(t, src)
+				var rep *verify.Report
+				var err error
+				if workers == 0 {
+					rep, _, err = verify.ReplayWorkers(t.Context(), src, verify.Options{}, 0, 32)
+				} else {
+					rep, err = verify.Replay(t.Context(), src, verify.Options{})
 				}
-			}
-		})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, x := range rep.Findings {
+					got = append(got, fmt.Sprintf("%d:%s", x.Seq, x.Kind))
+				}
+				if g := strings.Join(got, " "); g != tt.kinds {
+					t.Errorf("findings = %q, want %q\n%v", g, tt.kinds, rep.Findings)
+				}
+				if rep.FirstBad != tt.firstBad {
+					t.Errorf("FirstBad = %d, want %d", rep.FirstBad, tt.firstBad)
+				}
+				if tt.kinds == "" {
+					if rep.Counts["reevaluated"] != 12 || rep.Counts["not_reevaluated"] != 1 || !slices.Equal(rep.Redacted, []uint64{10}) {
+						t.Errorf("Counts = %v, Redacted = %v; want 12 re-evaluated, 1 not (seq 10, redacted)", rep.Counts, rep.Redacted)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -182,4 +211,45 @@ func TestExportLedger(t *testing.T) {
 	if !rep.OK() || rep.Head != head || rep.Entries != 19 || rep.Counts["reevaluated"] != 12 {
 		t.Errorf("Replay(export) = %+v, want OK, head %s, 19 entries, 12 re-evaluated", rep, head)
 	}
+}
+
+// TestReevaluateExportInputs: damaged inputs in an export (its hashes
+// recomputed) are reported as kind "malformed" at their seq, with and
+// without workers.
+func TestReevaluateExportInputs(t *testing.T) {
+	f := buildLedger(t)
+	src := fakeFromLedger(t, f.path)
+	rewrite(t, src, 9, func(e *entry.Entry) { e.Inputs = jsontext.Value(`{"params":{}}`) })
+	exp := exportOf(t, src)
+	for _, workers := range []int{0, 2} {
+		rep, _, err := verify.ReplayWorkers(t.Context(), verify.ExportSource(bytes.NewReader(exp)), verify.Options{}, workers, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, x := range rep.Findings {
+			got = append(got, fmt.Sprintf("%d:%s", x.Seq, x.Kind))
+		}
+		if g := strings.Join(got, " "); g != "9:malformed" || rep.FirstBad != 9 {
+			t.Errorf("workers %d: findings %q, first bad %d; want 9:malformed", workers, g, rep.FirstBad)
+		}
+	}
+}
+
+// appendEntry appends e to src as the entry after its last one (seq, prev
+// and time set here).
+func appendEntry(t *testing.T, src *fakeSource, e *entry.Entry) {
+	t.Helper()
+	last, err := entry.Decode(src.raws[len(src.raws)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.V, e.Seq, e.Prev = entry.Version, last.Seq+1, entry.LeafHash(src.raws[len(src.raws)-1])
+	e.Time = entry.Time{Time: last.Time.Add(time.Second)}
+	raw, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.keys = append(src.keys, e.Seq)
+	src.raws = append(src.raws, raw)
 }

@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -40,9 +41,29 @@ func liveValues(t testing.TB, path string) []live {
 	}
 	defer db.Close()
 	base := db.Info().Data
-	at := func(v []byte) int { return int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base) }
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []live
 	err = db.View(func(tx *bbolt.Tx) error {
+		// A small bucket is inline, in the root bucket's page, and bbolt
+		// gives a read transaction a copy of it: its values are found
+		// there instead.
+		ps := db.Info().PageSize
+		root := int(tx.Cursor().Bucket().Root()) * ps
+		rootEnd := root + (1+int(binary.LittleEndian.Uint32(file[root+12:])))*ps
+		at := func(v []byte) int {
+			off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - base)
+			if off >= 0 && off+len(v) <= len(file) {
+				return off
+			}
+			i := bytes.Index(file[root:rootEnd], v)
+			if i < 0 {
+				t.Fatalf("a value of %d bytes is neither in the map nor in the root page", len(v))
+			}
+			return root + i
+		}
 		err := tx.Bucket([]byte(bolttest.BucketEntries)).ForEach(func(k, v []byte) error {
 			e, err := entry.Decode(v)
 			if err != nil {
@@ -100,7 +121,29 @@ func (c *tally) String() string {
 // finding, only add one) to keep the suite fast.
 func TestTamperEveryByte(t *testing.T) {
 	f := buildLedger(t)
-	orig, err := os.ReadFile(f.path)
+	entryStride := 1
+	switch {
+	case testing.Short():
+		entryStride = 5
+	case raceEnabled:
+		entryStride = 5 // the race detector makes each case ~5x slower
+	}
+	entries, blobs := flipEvery(t, f.path, entryStride, 16, func(p string, n int) (*verify.Report, error) {
+		return flippedReport(t, p, n%16 == 0)
+	})
+	t.Logf("tamper (a) single-byte flips in entries: %s", &entries)
+	t.Logf("tamper (a) single-byte flips in payload/snapshot blobs: %s", &blobs)
+}
+
+// flipEvery flips (XOR 0x01), one at a time in a copy of the ledger file
+// at path, every entryStride-th byte of every stored entry and every
+// blobStride-th byte of every stored blob (and always the last byte of
+// each), verifies the copy with check (n counts the cases), and requires
+// every flip to be detected, naming the entry (for a blob: the first
+// entry naming it) as the first bad seq.
+func flipEvery(t *testing.T, path string, entryStride, blobStride int, check func(path string, n int) (*verify.Report, error)) (entries, blobs tally) {
+	t.Helper()
+	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,20 +166,12 @@ func TestTamperEveryByte(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entryStride := 1
-	switch {
-	case testing.Short():
-		entryStride = 5
-	case raceEnabled:
-		entryStride = 5 // the race detector makes each case ~5x slower
-	}
-	var entries, blobs tally
 	var failures []string
 	n := 0
-	for _, v := range liveValues(t, f.path) {
+	for _, v := range liveValues(t, path) {
 		c, stride := &entries, entryStride
 		if strings.HasPrefix(v.name, "blob") {
-			c, stride = &blobs, 16
+			c, stride = &blobs, blobStride
 		}
 		for i := 0; i < v.n; i += stride {
 			if stride > 1 && i+stride >= v.n && i != v.n-1 {
@@ -145,7 +180,7 @@ func TestTamperEveryByte(t *testing.T) {
 			flip(v.off + i)
 			c.tried++
 			n++
-			rep, err := flippedReport(t, work, n%16 == 0)
+			rep, err := check(work, n)
 			restore(v.off + i)
 			switch {
 			case err != nil:
@@ -170,11 +205,10 @@ func TestTamperEveryByte(t *testing.T) {
 		}
 		t.Error(m)
 	}
-	t.Logf("tamper (a) single-byte flips in entries: %s", &entries)
-	t.Logf("tamper (a) single-byte flips in payload/snapshot blobs: %s", &blobs)
 	if entries.tried == 0 || blobs.tried == 0 {
 		t.Fatal("no values found to flip")
 	}
+	return entries, blobs
 }
 
 // flippedReport verifies the file at path with its stored head; full adds
@@ -398,4 +432,40 @@ func TestBlobAsReadersReachIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTamperEveryByteSmall is TestTamperEveryByte on a small ledger (a
+// manifest and a lock snapshot, an accepted handoff, a rejected one that
+// blocks an agent, an unblock, a redaction of the first handoff's
+// payload), with no sampling under -race or -short: CI flips every byte
+// of every stored entry and every stored payload and snapshot blob. Each
+// flip is verified as `govledger verify` does (stored head, structural
+// check) without re-evaluation, which cannot hide a finding (the decisions
+// here are written by hand, not taken by policy.Decide).
+func TestTamperEveryByteSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "small.db")
+	l, err := bolt.Open(path, &bolt.Options{Now: bolttest.NewClock(start).Now, Origin: "test.example/small", IndexBatch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "h1", Source: "agent-a", Target: "agent-b", Workflow: "wf-1"})
+	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "h2", Source: "agent-b", Target: "agent-c", Workflow: "wf-1",
+		Reasons: []reason.Reason{{Code: reason.HashMismatch, Severity: reason.Error, Field: "source_agent.prompt_hash", Message: "m"}},
+		Blocks:  []string{"agent-b"}, NoSnapshots: true})
+	bolttest.AppendUnblock(t, l, "agent-b", "reviewed")
+	if _, err := l.Redact(t.Context(), 3, "pii"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(p string, _ int) (*verify.Report, error) {
+		return verifyFile(t, p, verify.Options{SkipReevaluate: true})
+	}
+	if rep, err := check(path, 0); err != nil || !rep.OK() || rep.Entries != 6 {
+		t.Fatalf("the intact ledger: %v, %+v", err, rep)
+	}
+	entries, blobs := flipEvery(t, path, 1, 1, check)
+	t.Logf("tamper (a) every byte of a small ledger's entries: %s", &entries)
+	t.Logf("tamper (a) every byte of a small ledger's payload/snapshot blobs: %s", &blobs)
 }

@@ -337,6 +337,12 @@ func openBolt(path string, o *Options) (db *bolt.DB, f *os.File, err error) {
 			if err == nil && fi.Size() == 0 {
 				err = emptyErr(path, o)
 			}
+			if err == nil {
+				// Before bbolt reads the freelist (freelist.go).
+				if err = lockAndCheck(h, o.ReadOnly, o.Timeout); errors.Is(err, ledger.ErrCorrupt) {
+					err = fmt.Errorf("ledger %s: %w", path, err)
+				}
+			}
 			if err != nil {
 				h.Close()
 				return nil, err
@@ -352,7 +358,7 @@ func openBolt(path string, o *Options) (db *bolt.DB, f *os.File, err error) {
 		return db, f, nil
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, nil, fmt.Errorf("ledger %s is in use by another process: %w", path, ledger.ErrLocked)
-	case errors.Is(err, ledger.ErrEmptyFile):
+	case errors.Is(err, ledger.ErrEmptyFile), errors.Is(err, ledger.ErrCorrupt):
 		return nil, nil, err
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil, fmt.Errorf("ledger %s: %w", path, ledger.ErrNotExist)

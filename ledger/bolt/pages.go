@@ -37,23 +37,57 @@ const (
 // elements inside itself, and trees are at most maxTreeDepth deep. The cost
 // is one read of every page in use.
 func checkPages(r io.ReaderAt, tx *bolt.Tx, pageSize int) error {
-	return checkPagesOf(r, tx, pageSize, nil)
+	return checkGraph(r, tx, pageSize, false)
+}
+
+// checkGraph walks the trees of every bucket (reading only the headers of
+// the data buckets' leaves when headers is set: see pageWalker.headers),
+// then checks that the freelist of tx's meta page (checkHead) names no
+// page the trees reach: bbolt would hand such a page to a writer, which
+// would overwrite live data. The cost of the walk with headers is one read
+// of each branch page and of 16 bytes of each leaf.
+func checkGraph(r io.ReaderAt, tx *bolt.Tx, pageSize int, headers bool) error {
+	w, err := walkPages(r, tx, pageSize, nil, headers)
+	if err != nil {
+		return err
+	}
+	m, ok := currentMeta(r)
+	if !ok || m.txid != uint64(tx.ID()) {
+		return nil // a later commit's meta: its freelist is not tx's
+	}
+	free, err := checkHead(r, tx.Size())
+	if err != nil {
+		return err
+	}
+	for _, p := range free {
+		if p < w.hw && w.seen[p/64]&(1<<(p%64)) != 0 {
+			return fmt.Errorf("%w: freelist page %d: lists page %d, which a bucket's tree uses", ledger.ErrCorrupt, m.freelist, p)
+		}
+	}
+	return nil
 }
 
 // checkPagesOf is checkPages for the root bucket's tree and the trees of
 // the buckets named in only (every bucket when only is nil). A guarded
 // Open checks the root and meta trees so, a few pages.
 func checkPagesOf(r io.ReaderAt, tx *bolt.Tx, pageSize int, only map[string]bool) error {
+	_, err := walkPages(r, tx, pageSize, only, false)
+	return err
+}
+
+// walkPages walks the trees of checkPagesOf and returns the walker, whose
+// seen holds the pages reached.
+func walkPages(r io.ReaderAt, tx *bolt.Tx, pageSize int, only map[string]bool, headers bool) (*pageWalker, error) {
 	if pageSize < 1024 || pageSize > 1<<16 {
-		return fmt.Errorf("%w: page size %d", ledger.ErrCorrupt, pageSize)
+		return nil, fmt.Errorf("%w: page size %d", ledger.ErrCorrupt, pageSize)
 	}
-	w := &pageWalker{r: r, ps: uint64(pageSize), hw: uint64(tx.Size()) / uint64(pageSize), only: only}
+	w := &pageWalker{r: r, ps: uint64(pageSize), hw: uint64(tx.Size()) / uint64(pageSize), only: only, headers: headers}
 	w.seen = make([]uint64, w.hw/64+1)
 	root, err := w.metaRoot(uint64(tx.ID()))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return w.walk(root, 0, "root bucket")
+	return w, w.walk(root, 0, "root bucket")
 }
 
 type pageWalker struct {
@@ -62,7 +96,13 @@ type pageWalker struct {
 	hw   uint64   // first page id past the data in use
 	seen []uint64 // bitset of page ids reached
 	only map[string]bool
-	bufs [maxTreeDepth + 2][]byte // the page read at each depth of the walk
+	// headers reads only the header of a data bucket's leaf page (its id,
+	// type and overflow): enough to know the page graph has no cycle, no
+	// shared page and no page past the data, which is what a writer needs
+	// before bbolt descends it; the leaf's elements are read, and checked,
+	// by the reads that use them (guard.go).
+	headers bool
+	bufs    [maxTreeDepth + 2][]byte // the page read at each depth of the walk
 }
 
 // buf returns the buffer of depth, n bytes long, keeping the bytes already
@@ -104,7 +144,11 @@ func (w *pageWalker) walk(id uint64, depth int, where string) error {
 	// One read of the page (and one more of its overflow pages), into
 	// the buffer of this depth: a branch page's buffer stays intact while
 	// its children are walked, which use the deeper ones.
-	page := w.buf(depth, w.ps)
+	n := w.ps
+	if w.headers && where != "root bucket" {
+		n = pageHeaderSize // a data bucket's leaf needs no more (see pageWalker.headers)
+	}
+	page := w.buf(depth, n)
 	if _, err := w.r.ReadAt(page, int64(id*w.ps)); err != nil {
 		return w.corrupt("%s: page %d: %v", where, id, err)
 	}
@@ -122,6 +166,15 @@ func (w *pageWalker) walk(id uint64, depth int, where string) error {
 			return w.corrupt("%s: page %d is reached twice (a cycle or a shared page)", where, p)
 		}
 		w.seen[p/64] |= 1 << (p % 64)
+	}
+	if n < w.ps {
+		if flags == leafPageFlag {
+			return nil
+		}
+		page = w.buf(depth, w.ps)
+		if _, err := w.r.ReadAt(page[n:], int64(id*w.ps+n)); err != nil {
+			return w.corrupt("%s: page %d: %v", where, id, err)
+		}
 	}
 	if overflow > 0 {
 		page = w.buf(depth, (overflow+1)*w.ps)
@@ -258,6 +311,11 @@ func (d *Driver) guard(walk bool) error {
 	}
 	db := d.current()
 	if err := d.read(func(tx *bolt.Tx) error {
+		if !d.readOnly {
+			// bbolt's writes descend the trees unchecked, and allocate
+			// from the freelist: both are checked before the first.
+			return checkGraph(f, tx, db.Info().PageSize, true)
+		}
 		return checkPagesOf(f, tx, db.Info().PageSize, map[string]bool{string(bucketMeta): true})
 	}); err != nil {
 		f.Close()
