@@ -160,13 +160,13 @@ type observation struct {
 // once against the live file system to learn which facts they need, and
 // returns the recorded inputs.
 func (c *Config) observe(p *Payload) (observation, error) {
-	o := observation{in: policy.Inputs{Params: c.Params}}
+	o := observation{in: policy.Inputs{Params: c.Params, Rules: policy.CurrentRules}}
 	if p.Data == nil {
 		return o, nil
 	}
 	f := c.Params.Format
 	if f == "" {
-		o.det = handoff.NewDetection(p.Data)
+		o.det = handoff.NewDetection(p.Data, o.in.Rules)
 		f = o.det.Format
 	}
 	// Only these formats have file-system rules (swarm/2 session_path,
@@ -188,7 +188,7 @@ func (c *Config) observe(p *Payload) (observation, error) {
 	}
 	handoff.Parse(p.Data, handoff.Options{
 		Format: c.Params.Format, From: c.Params.From, To: c.Params.To,
-		Strict: c.Params.Strict, Now: now(), Env: env, Detection: o.det,
+		Strict: c.Params.Strict, Now: now(), Env: env, Detection: o.det, Rules: o.in.Rules,
 	})
 	o.in.Observations = env.Observations()
 	return o, nil

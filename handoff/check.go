@@ -21,6 +21,7 @@ type checker struct {
 	rs      []reason.Reason
 	missing []string
 	strict  bool
+	lim     *limits // the parse caps, nil for none
 }
 
 func join(path, key string) string {

@@ -47,6 +47,7 @@ const (
 	RequiresMissing    Code = "REQUIRES_MISSING"    // swarm/2 payload lacks a field the target skill's requires: names
 	CategoryMismatch   Code = "CATEGORY_MISMATCH"   // swarm/2 target.category is not one of the target skill's handoff_categories
 	RoleMismatch       Code = "ROLE_MISMATCH"       // vbw/1 sender or receiver lacks the role seed 001 names for the message type
+	ParseLimit         Code = "PARSE_LIMIT"         // a document over a parse cap (lines, values): not read
 )
 
 // Severity grades a Reason.

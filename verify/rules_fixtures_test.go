@@ -1,10 +1,15 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"testing"
 
+	"github.com/govledger/govledger/handoff"
+	"github.com/govledger/govledger/policy"
+	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
 
@@ -39,4 +44,48 @@ func TestRules1Fixtures(t *testing.T) {
 	if rep.FirstBad != 0 {
 		t.Errorf("FirstBad = %d, want 0", rep.FirstBad)
 	}
+
+	// The fixture holds documents that today's rules refuse with a parse
+	// cap: they verify only because each is decided by its own rules.
+	capped := 0
+	for line := range bytes.Lines(must(os.ReadFile(rules1Ledger))) {
+		var l struct {
+			Entry struct {
+				Kind   string          `json:"kind"`
+				Inputs json.RawMessage `json:"inputs"`
+			} `json:"entry"`
+			Payload []byte `json:"payload_b64"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatal(err)
+		}
+		if l.Entry.Kind != "handoff" || l.Payload == nil {
+			continue
+		}
+		in, err := policy.ParseInputs(l.Entry.Inputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Rules != 0 {
+			t.Fatalf("a rules-1 entry carries rules %d", in.Rules)
+		}
+		p := in.Params
+		rec := handoff.Parse(l.Payload, handoff.Options{Format: p.Format, From: p.From, To: p.To, Rules: policy.CurrentRules})
+		for _, f := range rec.Findings {
+			if f.Code == reason.ParseLimit {
+				capped++
+				break
+			}
+		}
+	}
+	if capped < 4 {
+		t.Errorf("%d fixture documents hit a parse cap under rules %d, want >= 4", capped, policy.CurrentRules)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
