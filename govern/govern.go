@@ -54,6 +54,10 @@ type Config struct {
 	// TraceParent, when set, is a W3C traceparent recorded in the handoff
 	// entry Record writes.
 	TraceParent string
+	// Detection, when set, is handoff.NewDetection of the document under
+	// policy.CurrentRules, made by a caller that read it already (a
+	// server's source check): every later step reuses it.
+	Detection *handoff.Detection
 }
 
 // KeyUsedError is returned by Record when Config.IdempotencyKey was used
@@ -166,7 +170,10 @@ func (c *Config) observe(p *Payload) (observation, error) {
 	}
 	f := c.Params.Format
 	if f == "" {
-		o.det = handoff.NewDetection(p.Data, o.in.Rules)
+		o.det = c.Detection
+		if o.det == nil {
+			o.det = handoff.NewDetection(p.Data, o.in.Rules)
+		}
 		f = o.det.Format
 	}
 	// Only these formats have file-system rules (swarm/2 session_path,

@@ -75,6 +75,7 @@ Examples:
 			&cli.IntFlag{Name: "max-in-flight", Value: server.DefaultMaxInFlight, Usage: "writes handled at once, and reads separately: 503 beyond"},
 			&cli.IntFlag{Name: "max-streams", Value: server.DefaultMaxStreams, Usage: "open event streams and exports: 503 beyond"},
 			&cli.IntFlag{Name: "max-queue", Value: ledgerbackend.DefaultMaxQueue, Usage: "documents waiting for a commit: 503 beyond"},
+			&cli.Int64Flag{Name: "max-parse-bytes", Value: ledgerbackend.DefaultMaxParseBytes, Usage: "bytes of documents parsed at once, server-wide: a document waits up to 2s for room, then 503 (see docs/parsing-limits.md)"},
 			&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "a client must send its headers within this"},
 			&cli.DurationFlag{Name: "read-timeout", Value: server.DefaultReadTimeout, Usage: "a client must send its whole request within this"},
 			&cli.DurationFlag{Name: "write-timeout", Value: server.DefaultWriteTimeout, Usage: "an answer must be written within this (streams: per event)"},
@@ -127,8 +128,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if params.MaxAge < 0 || params.MaxPayload <= 0 {
 		return usageErr("serve: --max-age must not be negative and --max-payload must be positive")
 	}
-	if c.Float64("rate") < 0 || c.Int("burst") < 0 || c.Int("max-queue") <= 0 {
-		return usageErr("serve: --rate and --burst must not be negative, --max-queue must be positive")
+	if c.Float64("rate") < 0 || c.Int("burst") < 0 || c.Int("max-queue") <= 0 || c.Int64("max-parse-bytes") <= 0 {
+		return usageErr("serve: --rate and --burst must not be negative, --max-queue and --max-parse-bytes must be positive")
 	}
 	tc, err := serveTLS(c)
 	if err != nil {
@@ -166,7 +167,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		return internalErr(err)
 	}
 	be, err := ledgerbackend.New(l, ledgerbackend.Options{Load: load, Params: params, Root: c.String("root"),
-		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue")})
+		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), MaxParseBytes: c.Int64("max-parse-bytes")})
 	if err != nil {
 		return inputErr(err)
 	}
