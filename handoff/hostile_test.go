@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -196,3 +197,27 @@ var (
 	hostileRules = flag.Int("hostile-rules", handoff.CurrentRules, "rules version of TestHostileAllocations")
 	hostileSize  = flag.Int("hostile-size", 4<<20, "size of the hostile documents of TestHostileAllocations")
 )
+
+// TestDetectionReadOnce: a swarm/2 document detected once is not parsed
+// again by Parse given that detection (govern and the server hand it from
+// the source check to the observation and the decision), and is judged the
+// same.
+func TestDetectionReadOnce(t *testing.T) {
+	long := strings.Repeat("x", 240)
+	doc := []byte(demoDoc(t, "11-swarm-to-litpm.yaml") + "  extra:\n" + keysTo(256<<10, func(i int) string { return fmt.Sprintf("    k%x: %s\n", i, long) }))
+	opts := handoff.Options{Rules: handoff.CurrentRules}
+	var fresh, again *handoff.Record
+	whole := allocated(func() { fresh = handoff.Parse(doc, opts) })
+	d := handoff.NewDetection(doc, opts.Rules)
+	opts.Detection = d
+	reread := allocated(func() { again = handoff.Parse(doc, opts) })
+	if !reflect.DeepEqual(fresh, again) {
+		t.Fatalf("Parse with a detection differs:\n%+v\n%+v", again, fresh)
+	}
+	if fresh.Format != handoff.Swarm || hasCode(fresh, "PARSE_LIMIT") {
+		t.Fatalf("Parse = %s %v, want a swarm/2 document read", fresh.Format, fresh.Findings)
+	}
+	if reread*4 > whole {
+		t.Errorf("Parse given the detection allocated %d bytes, alone %d: the YAML was read again", reread, whole)
+	}
+}

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"regexp"
@@ -86,10 +87,24 @@ func newDetection(data []byte, pooled bool, rules int) *Detection {
 // jsonTree returns the strict JSON tree of data that detection read, or
 // nil.
 func (d *Detection) jsonTree(data []byte) *node {
-	if d == nil || d.tree == nil || d.src != string(data) {
+	if d == nil || d.tree == nil || strings.HasPrefix(d.src, "yaml:") || d.src != string(data) {
 		return nil
 	}
 	return d.tree
+}
+
+// yamlTree returns the strict YAML tree of text (data after a byte order
+// mark) that detection read for a swarm/2 or skill/1 document, or nil.
+func (d *Detection) yamlTree(text []byte) *node {
+	if d == nil || d.tree == nil || d.src != "yaml:"+string(sumText(text)) {
+		return nil
+	}
+	return d.tree
+}
+
+func sumText(text []byte) []byte {
+	s := sha256.Sum256(text)
+	return s[:]
 }
 
 // Parse reads one handoff document. It never returns nil and never
@@ -139,6 +154,7 @@ func Parse(data []byte, opts Options) (rec *Record) {
 			defer d.arena.release()
 		}
 		tree = d.jsonTree(data)
+		c.yamlRoot = d.yamlTree(bytes.TrimPrefix(data, bom))
 		f, err := d.Format, d.Err
 		switch {
 		case err == nil:
@@ -434,8 +450,9 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 	// those words or a backslash (YAML's escapes): markdown is not parsed
 	// as YAML (FuzzNoYAMLKeys holds this to yamlHandoff).
 	swarm, skill, why := false, false, noHandoffMapping
+	var yamlRoot *node
 	if (!isObj || slices.Contains(keys, "handoff")) && !(valid && noYAMLKeys(text)) {
-		swarm, skill, why = yamlHandoff(text, lim)
+		swarm, skill, why, yamlRoot = yamlHandoffRoot(text, lim)
 	}
 	note(Swarm, swarm, why, "")
 	note(Skill, skill, why, "")
@@ -453,6 +470,11 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 	}
 	switch m := matched(); len(m) {
 	case 1:
+		if tree == nil && (m[0] == Swarm || m[0] == Skill) && yamlRoot != nil {
+			// The YAML tree is handed on like the JSON one (its strings
+			// are its own): found again by the text's digest.
+			return m[0], m, yamlRoot, "yaml:" + string(sumText(text)), arena, nil
+		}
 		return m[0], m, tree, src, arena, nil
 	case 0:
 		return "", nil, nil, "", arena.released(), &DetectError{Notes: notes(), Err: ErrUnknownFormat}
@@ -475,7 +497,13 @@ func noYAMLKeys(text []byte) bool {
 
 // yamlHandoff applies the swarm/2 and skill/1 detection rules.
 func yamlHandoff(text []byte, lim *limits) (swarm, skill bool, why string) {
-	var root *node
+	swarm, skill, why, _ = yamlHandoffRoot(text, lim)
+	return swarm, skill, why
+}
+
+// yamlHandoffRoot is yamlHandoff; it also returns the strict YAML tree of
+// text it read, or nil, for the format to read again without parsing.
+func yamlHandoffRoot(text []byte, lim *limits) (swarm, skill bool, why string, root *node) {
 	var err error
 	if _, _, over := lim.valuesOver(text, true); over {
 		// Attributed by its lines, as unreadable YAML: the format refuses it.
@@ -483,6 +511,13 @@ func yamlHandoff(text []byte, lim *limits) (swarm, skill bool, why string) {
 	} else {
 		root, err = yamlTree(text, 0)
 	}
+	swarm, skill, why = judgeYAML(text, root, err)
+	return swarm, skill, why, root
+}
+
+// judgeYAML applies the swarm/2 and skill/1 detection rules to the strict
+// YAML tree of text (root), or, when it failed (err), to its lines.
+func judgeYAML(text []byte, root *node, err error) (swarm, skill bool, why string) {
 	if err != nil {
 		if !utf8.Valid(text) || !topHandoffKeyRE.Match(text) {
 			if utf8.Valid(text) && topDeliverableKeyRE.Match(text) {

@@ -566,6 +566,9 @@ func safeNumber(lit string) bool {
 // document and returns its top-level mapping; a document that does not
 // parse is UNPARSEABLE, one that is not a mapping SCHEMA_INVALID.
 func (c *checker) yamlObject(data []byte) (*node, bool) {
+	if c.yamlRoot != nil {
+		return c.yamlRoot, c.want("", c.yamlRoot, kObject)
+	}
 	root, ok := c.carrier(data, 0, true, yamlTree, yamlTreeBig)
 	if !ok {
 		return nil, false
