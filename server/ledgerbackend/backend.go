@@ -311,6 +311,11 @@ func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
 			return nil, fmt.Errorf("%w: a document of %d bytes is over --max-payload (%d) and is not parsed, so its source agent cannot be established; %q may submit only for %v: nothing written",
 				server.ErrForbiddenSource, len(r.Body), cfg.Params.MaxPayload, r.Submitter, r.Sources)
 		}
+		// A cheap read first: a source named by it that the principal may
+		// not submit for is refused before any parse.
+		if src, ok := handoff.SourceHint(r.Body, handoff.Options{Format: f, From: r.From, To: r.To}); ok && !slices.Contains(r.Sources, src) {
+			return nil, fmt.Errorf("%w: %q may not submit for source agent %q", server.ErrForbiddenSource, r.Submitter, src)
+		}
 		// Read once, under the parse caps: the decision reuses the detection.
 		cfg.Detection = handoff.NewDetection(r.Body, policy.CurrentRules)
 		rec := handoff.Parse(r.Body, handoff.Options{Format: f, From: r.From, To: r.To, Strict: cfg.Params.Strict,

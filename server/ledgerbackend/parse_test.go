@@ -75,6 +75,18 @@ func TestScopedOverMaxPayloadNotParsed(t *testing.T) {
 	if a > uint64(len(doc))/2 {
 		t.Errorf("refusing a %d-byte document allocated %d bytes: it was parsed", len(doc), a)
 	}
+	// Another agent's document under --max-payload: its source is read
+	// without a parse, and it is refused for little more than its size.
+	other := append(append(swarm, "\n# "...), bytes.Repeat([]byte("x"), 900<<10)...)
+	a = allocated(func() {
+		_, err = b.Submit(context.Background(), server.SubmitRequest{Body: other, Submitter: "w", Sources: []string{"lit-pm"}})
+	})
+	if !errors.Is(err, server.ErrForbiddenSource) {
+		t.Fatalf("Submit of another agent's document = %v, want ErrForbiddenSource", err)
+	}
+	if a > uint64(len(other))*3/2 {
+		t.Errorf("refusing another agent's %d-byte document allocated %d bytes: it was parsed", len(other), a)
+	}
 	_, err = b.Submit(context.Background(), server.SubmitRequest{Body: hostileFlow(512 << 10), Submitter: "w", Sources: []string{"perspective-swarm"}})
 	if !errors.Is(err, server.ErrForbiddenSource) {
 		t.Fatalf("Submit of a capped document from a scoped principal = %v, want ErrForbiddenSource", err)
