@@ -59,6 +59,10 @@ type Config struct {
 	// instead of bringing them into force: set it for a submitter who is
 	// not an operator (the server's writers).
 	InForceOnly bool
+	// Detection, when set, is handoff.NewDetection of the document under
+	// policy.CurrentRules, made by a caller that read it already (a
+	// server's source check): every later step reuses it.
+	Detection *handoff.Detection
 }
 
 // KeyUsedError is returned by Record when Config.IdempotencyKey was used
@@ -165,13 +169,16 @@ type observation struct {
 // once against the live file system to learn which facts they need, and
 // returns the recorded inputs.
 func (c *Config) observe(p *Payload) (observation, error) {
-	o := observation{in: policy.Inputs{Params: c.Params}}
+	o := observation{in: policy.Inputs{Params: c.Params, Rules: policy.CurrentRules}}
 	if p.Data == nil {
 		return o, nil
 	}
 	f := c.Params.Format
 	if f == "" {
-		o.det = handoff.NewDetection(p.Data)
+		o.det = c.Detection
+		if o.det == nil {
+			o.det = handoff.NewDetection(p.Data, o.in.Rules)
+		}
 		f = o.det.Format
 	}
 	// Only these formats have file-system rules (swarm/2 session_path,
@@ -193,7 +200,7 @@ func (c *Config) observe(p *Payload) (observation, error) {
 	}
 	handoff.Parse(p.Data, handoff.Options{
 		Format: c.Params.Format, From: c.Params.From, To: c.Params.To,
-		Strict: c.Params.Strict, Now: now(), Env: env, Detection: o.det,
+		Strict: c.Params.Strict, Now: now(), Env: env, Detection: o.det, Rules: o.in.Rules,
 	})
 	o.in.Observations = env.Observations()
 	return o, nil

@@ -21,6 +21,10 @@ type checker struct {
 	rs      []reason.Reason
 	missing []string
 	strict  bool
+	lim     *limits // the parse caps, nil for none
+	// yamlRoot is the strict YAML tree of the document that detection
+	// read (swarm/2, skill/1), read again instead of parsed.
+	yamlRoot *node
 }
 
 func join(path, key string) string {

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"regexp"
@@ -45,7 +46,12 @@ type Options struct {
 	Env Env
 	// Detection, for Format "", is Detect's result on the same data from a
 	// caller that has already detected it (see NewDetection); nil detects.
+	// It is used only when it was made under the same Rules.
 	Detection *Detection
+	// Rules is the version of the format rules to read by (see
+	// RulesUnbounded, RulesBounded); 0 reads as RulesUnbounded, so a
+	// decision recorded before versions existed is read as it was.
+	Rules int
 }
 
 // Detection is what Detect found in a document, kept so that a caller who
@@ -63,26 +69,42 @@ type Detection struct {
 	tree  *node
 	src   string
 	arena *jsonArena
+	rules int // Options.Rules it was made under
 }
 
-// NewDetection runs Detect on data.
-func NewDetection(data []byte) *Detection {
-	return newDetection(data, false)
+// NewDetection runs Detect on data under the rules version rules (see
+// Options.Rules): under RulesBounded it reads no carrier past a parse cap.
+func NewDetection(data []byte, rules int) *Detection {
+	return newDetection(data, false, rules)
 }
 
-func newDetection(data []byte, pooled bool) *Detection {
-	d := &Detection{}
-	d.Format, d.Matched, d.tree, d.src, d.arena, d.Err = detect(data, pooled)
+func newDetection(data []byte, pooled bool, rules int) *Detection {
+	d := &Detection{rules: max(rules, RulesUnbounded)}
+	d.Format, d.Matched, d.tree, d.src, d.arena, d.Err = detect(data, pooled, newLimits(rules, len(data)))
 	return d
 }
 
 // jsonTree returns the strict JSON tree of data that detection read, or
 // nil.
 func (d *Detection) jsonTree(data []byte) *node {
-	if d == nil || d.tree == nil || d.src != string(data) {
+	if d == nil || d.tree == nil || strings.HasPrefix(d.src, "yaml:") || d.src != string(data) {
 		return nil
 	}
 	return d.tree
+}
+
+// yamlTree returns the strict YAML tree of text (data after a byte order
+// mark) that detection read for a swarm/2 or skill/1 document, or nil.
+func (d *Detection) yamlTree(text []byte) *node {
+	if d == nil || d.tree == nil || d.src != "yaml:"+string(sumText(text)) {
+		return nil
+	}
+	return d.tree
+}
+
+func sumText(text []byte) []byte {
+	s := sha256.Sum256(text)
+	return s[:]
 }
 
 // Parse reads one handoff document. It never returns nil and never
@@ -104,7 +126,8 @@ func Parse(data []byte, opts Options) (rec *Record) {
 			}}}
 		}
 	}()
-	c := &checker{strict: opts.Strict}
+	lim := newLimits(opts.Rules, len(data))
+	c := &checker{strict: opts.Strict, lim: lim}
 	defer func() {
 		rec.Findings = c.rs
 		if rec.Findings == nil {
@@ -116,17 +139,22 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		c.add(reason.PayloadTooLarge, reason.Error, "", nil, "document of %d bytes exceeds the parser's limit of %d bytes", len(data), MaxDocumentSize)
 		return rec
 	}
+	if _, limit, over := lim.linesOver(data); over {
+		c.parseLimit(limitLines, limit, len(data))
+		return rec
+	}
 	format := opts.Format
 	var tree *node // the strict JSON tree of data, when detection read it
 	if format == "" {
 		d := opts.Detection
-		if d == nil {
+		if d == nil || d.rules != max(opts.Rules, RulesUnbounded) {
 			// Parse's own: no node of its tree outlives Parse (the JSON
 			// formats keep none in the Record).
-			d = newDetection(data, true)
+			d = newDetection(data, true, opts.Rules)
 			defer d.arena.release()
 		}
 		tree = d.jsonTree(data)
+		c.yamlRoot = d.yamlTree(bytes.TrimPrefix(data, bom))
 		f, err := d.Format, d.Err
 		switch {
 		case err == nil:
@@ -308,7 +336,7 @@ var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "proto
 // nothing matched, Options.From or Options.To is set, and the text does
 // not start with "{" or "[".
 func Detect(data []byte) (Format, []Format, error) {
-	f, m, _, _, a, err := detect(data, true)
+	f, m, _, _, a, err := detect(data, true, nil)
 	a.release()
 	return f, m, err
 }
@@ -316,8 +344,9 @@ func Detect(data []byte) (Format, []Format, error) {
 // detect is Detect; it also returns the strict JSON tree of data when
 // data is strict JSON (read once, for detection and for the format), the
 // copy of data it was read from, and (pooled) the arena it was carved
-// from (see jsonTreeText).
-func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonArena, error) {
+// from (see jsonTreeText). Under lim it reads no carrier past a cap (the
+// lenient readers and the lines decide instead) and no lines past theirs.
+func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, string, *jsonArena, error) {
 	text := bytes.TrimPrefix(data, bom)
 	if len(bytes.TrimSpace(text)) == 0 {
 		return "", nil, nil, "", nil, &DetectError{Notes: []string{"empty document"}, Err: ErrNotText}
@@ -326,7 +355,9 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	var src string
 	var arena *jsonArena
 	if len(text) == len(data) && looksJSON(text) {
-		tree, src, arena = jsonTreeText(data, pooled)
+		if _, _, over := lim.valuesOver(text, false); !over {
+			tree, src, arena = jsonTreeText(data, pooled)
+		}
 	}
 	valid := tree != nil || utf8.Valid(text)
 	if valid && !looksJSON(text) && bytes.ContainsFunc(text, isControl) {
@@ -419,8 +450,9 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	// those words or a backslash (YAML's escapes): markdown is not parsed
 	// as YAML (FuzzNoYAMLKeys holds this to yamlHandoff).
 	swarm, skill, why := false, false, noHandoffMapping
+	var yamlRoot *node
 	if (!isObj || slices.Contains(keys, "handoff")) && !(valid && noYAMLKeys(text)) {
-		swarm, skill, why = yamlHandoff(text)
+		swarm, skill, why, yamlRoot = yamlHandoffRoot(text, lim)
 	}
 	note(Swarm, swarm, why, "")
 	note(Skill, skill, why, "")
@@ -429,7 +461,8 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	}
 	// The heading holds the word itself: without it no line can match, and
 	// the line split (a third of detecting a JSON document) is skipped.
-	heading := bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
+	_, _, manyLines := lim.linesOver(text)
+	heading := !manyLines && bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
 	if heading {
 		note(Task, true, `"## Handoff" heading`, "")
 	} else {
@@ -437,6 +470,11 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 	}
 	switch m := matched(); len(m) {
 	case 1:
+		if tree == nil && (m[0] == Swarm || m[0] == Skill) && yamlRoot != nil {
+			// The YAML tree is handed on like the JSON one (its strings
+			// are its own): found again by the text's digest.
+			return m[0], m, yamlRoot, "yaml:" + string(sumText(text)), arena, nil
+		}
 		return m[0], m, tree, src, arena, nil
 	case 0:
 		return "", nil, nil, "", arena.released(), &DetectError{Notes: notes(), Err: ErrUnknownFormat}
@@ -447,6 +485,8 @@ func detect(data []byte, pooled bool) (Format, []Format, *node, string, *jsonAre
 
 const noHandoffMapping = `no top-level YAML "handoff" mapping`
 
+var errYAMLOverCap = errors.New("YAML over the parse caps")
+
 // noYAMLKeys reports whether the UTF-8 text has neither of the words
 // "handoff" and "deliverable" nor a backslash, so that no YAML key of it
 // can be either word: yamlHandoff finds no handoff mapping in it.
@@ -456,8 +496,28 @@ func noYAMLKeys(text []byte) bool {
 }
 
 // yamlHandoff applies the swarm/2 and skill/1 detection rules.
-func yamlHandoff(text []byte) (swarm, skill bool, why string) {
-	root, err := yamlTree(text, 0)
+func yamlHandoff(text []byte, lim *limits) (swarm, skill bool, why string) {
+	swarm, skill, why, _ = yamlHandoffRoot(text, lim)
+	return swarm, skill, why
+}
+
+// yamlHandoffRoot is yamlHandoff; it also returns the strict YAML tree of
+// text it read, or nil, for the format to read again without parsing.
+func yamlHandoffRoot(text []byte, lim *limits) (swarm, skill bool, why string, root *node) {
+	var err error
+	if _, _, over := lim.valuesOver(text, true); over {
+		// Attributed by its lines, as unreadable YAML: the format refuses it.
+		err = errYAMLOverCap
+	} else {
+		root, err = yamlTree(text, 0)
+	}
+	swarm, skill, why = judgeYAML(text, root, err)
+	return swarm, skill, why, root
+}
+
+// judgeYAML applies the swarm/2 and skill/1 detection rules to the strict
+// YAML tree of text (root), or, when it failed (err), to its lines.
+func judgeYAML(text []byte, root *node, err error) (swarm, skill bool, why string) {
 	if err != nil {
 		if !utf8.Valid(text) || !topHandoffKeyRE.Match(text) {
 			if utf8.Valid(text) && topDeliverableKeyRE.Match(text) {
@@ -582,16 +642,16 @@ func (f fence) closes(line string) bool {
 // outsideFences calls fn with the index of every line that is not inside
 // (or a delimiter of) a fenced code block, until fn returns false.
 func outsideFences(lines []string, fn func(i int) bool) {
-	var open *fence
+	var open fence // open.n == 0: none
 	for i, l := range lines {
-		if open != nil {
+		if open.n > 0 {
 			if open.closes(l) {
-				open = nil
+				open = fence{}
 			}
 			continue
 		}
 		if f, _, ok := openFence(l); ok {
-			open = &f
+			open = f
 			continue
 		}
 		if !fn(i) {

@@ -45,19 +45,15 @@ var payloadMetaLineRE = regexp.MustCompile(`^[ \t]*(payload_hash|payload_size_by
 //
 // and writes payload_hash as "sha256:" followed by the hex digest.
 func SwarmPreimage(doc []byte) []byte {
-	var out bytes.Buffer
-	lines := bytes.Split(doc, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	for _, l := range lines {
+	out := make([]byte, 0, len(doc)+1)
+	for l := range bytes.Lines(doc) {
+		l = bytes.TrimSuffix(l, []byte("\n"))
 		if payloadMetaLineRE.Match(l) {
 			continue
 		}
-		out.Write(l)
-		out.WriteByte('\n')
+		out = append(append(out, l...), '\n')
 	}
-	return out.Bytes()
+	return out
 }
 
 // SwarmVersions are the handoff.version values swarm/2 reads: "2.0", and

@@ -120,7 +120,7 @@ func parseTask(c *checker, rec *Record, data []byte, opts Options) {
 	if !ok {
 		return
 	}
-	root, ok := c.carrier([]byte(block), off, yamlTree, yamlTreeBig)
+	root, ok := c.carrier([]byte(block), off, true, yamlTree, yamlTreeBig)
 	if !ok || !c.want("", root, kObject) {
 		return
 	}

@@ -566,7 +566,10 @@ func safeNumber(lit string) bool {
 // document and returns its top-level mapping; a document that does not
 // parse is UNPARSEABLE, one that is not a mapping SCHEMA_INVALID.
 func (c *checker) yamlObject(data []byte) (*node, bool) {
-	root, ok := c.carrier(data, 0, yamlTree, yamlTreeBig)
+	if c.yamlRoot != nil {
+		return c.yamlRoot, c.want("", c.yamlRoot, kObject)
+	}
+	root, ok := c.carrier(data, 0, true, yamlTree, yamlTreeBig)
 	if !ok {
 		return nil, false
 	}
@@ -580,7 +583,7 @@ func (c *checker) jsonRoot(data []byte, tree *node) (*node, bool) {
 	if tree != nil {
 		return tree, true
 	}
-	return c.carrier(data, 0,
+	return c.carrier(data, 0, false,
 		func(d []byte, _ int) (*node, error) { return jsonTree(d) },
 		func(d []byte, _ int) *node { return jsonTreeBig(d) })
 }
@@ -590,7 +593,18 @@ func (c *checker) jsonRoot(data []byte, tree *node) (*node, bool) {
 // fields are still read (through big) so that its agents, handoff id and
 // workflow reach the record and the ledger's indexes; each such number is
 // reported UNPARSEABLE, so the document stays rejected.
-func (c *checker) carrier(data []byte, lineOff int, strict func([]byte, int) (*node, error), big func([]byte, int) *node) (*node, bool) {
+//
+// Under the parse caps (c.lim), data holding more values than allowed is
+// refused with PARSE_LIMIT and not read.
+func (c *checker) carrier(data []byte, lineOff int, yaml bool, strict func([]byte, int) (*node, error), big func([]byte, int) *node) (*node, bool) {
+	if _, limit, over := c.lim.valuesOver(data, yaml); over {
+		what := limitJSONValues
+		if yaml {
+			what = limitYAMLValues
+		}
+		c.parseLimit(what, limit, c.lim.size)
+		return nil, false
+	}
 	root, err := strict(data, lineOff)
 	if err == nil {
 		return root, true

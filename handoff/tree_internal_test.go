@@ -112,10 +112,10 @@ func TestJSONTreeFastTaken(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(fast, slow) {
 				t.Errorf("%s: the one-pass and checked trees differ (checked: %v)", p, err)
 			}
-			if d := NewDetection(data); d.jsonTree(data) == nil || !reflect.DeepEqual(d.jsonTree(data), fast) {
+			if d := NewDetection(data, 0); d.jsonTree(data) == nil || !reflect.DeepEqual(d.jsonTree(data), fast) {
 				t.Errorf("%s: detection kept no tree for Parse", p)
 			}
-			if d := NewDetection(data); d.jsonTree(append([]byte(" "), data...)) != nil {
+			if d := NewDetection(data, 0); d.jsonTree(append([]byte(" "), data...)) != nil {
 				t.Errorf("%s: detection's tree is handed over for other bytes", p)
 			}
 		}
@@ -168,7 +168,7 @@ func TestPooledTreeNotKept(t *testing.T) {
 	}
 	for i, data := range docs {
 		o := opts
-		o.Detection = NewDetection(data)
+		o.Detection = NewDetection(data, 0)
 		if want := Parse(data, o); !reflect.DeepEqual(recs[i], want) {
 			t.Errorf("document %d: its Record changed after other documents were parsed:\n got %+v\nwant %+v", i, recs[i], want)
 		}
@@ -187,7 +187,7 @@ func FuzzNoYAMLKeys(f *testing.F) {
 		if !utf8.Valid(text) || !noYAMLKeys(text) {
 			return
 		}
-		if swarm, skill, why := yamlHandoff(text); swarm || skill || why != noHandoffMapping {
+		if swarm, skill, why := yamlHandoff(text, nil); swarm || skill || why != noHandoffMapping {
 			t.Fatalf("yamlHandoff(%q) = %v, %v, %q; noYAMLKeys says no mapping", text, swarm, skill, why)
 		}
 	})

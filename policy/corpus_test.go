@@ -117,7 +117,7 @@ func TestCorpus(t *testing.T) {
 			// A caller's detection (govern detects once per document)
 			// decides exactly as Decide's own.
 			withDet := in
-			withDet.Detection = handoff.NewDetection(in.Payload)
+			withDet.Detection = handoff.NewDetection(in.Payload, withDet.Inputs.Rules)
 			if again := policy.Decide(withDet); !reflect.DeepEqual(d, again) {
 				t.Fatalf("Decide with the caller's Detection differs:\n got %+v\nwant %+v", again, d)
 			}

@@ -90,7 +90,7 @@ func Decide(in Input) *Decision {
 	}
 	rec := handoff.Parse(in.Payload, handoff.Options{
 		Format: p.Format, From: p.From, To: p.To, Strict: p.Strict,
-		Now: in.Now, Env: env, Detection: in.Detection,
+		Now: in.Now, Env: env, Detection: in.Detection, Rules: in.Inputs.Rules,
 	})
 	c := &checker{in: in, rec: rec}
 	c.reasons = append(c.reasons, rec.Findings...)

@@ -50,7 +50,16 @@ type Inputs struct {
 	// Observations are the file-system facts the format rules needed, in
 	// the order they were made. Decide answers the rules from them only.
 	Observations []handoff.Observation `json:"observations,omitzero"`
+	// Rules is the version of the rules the decision was taken by
+	// (handoff.Options.Rules): 0, absent, in entries written before
+	// versions existed, which are decided by rules 1; CurrentRules for new
+	// decisions. Decide applies the rules of this version, so a change of
+	// rules leaves earlier entries verifying.
+	Rules int `json:"rules,omitzero"`
 }
+
+// CurrentRules is the rules version new decisions are taken by.
+const CurrentRules = handoff.CurrentRules
 
 func (in Inputs) valid() error {
 	p := in.Params
@@ -65,6 +74,13 @@ func (in Inputs) valid() error {
 	}
 	if p.MaxReasonsBytes < 0 {
 		return fmt.Errorf("%w: params.max_reasons_bytes %d is negative", ErrInputs, p.MaxReasonsBytes)
+	}
+	switch r := in.Rules; {
+	case r > CurrentRules:
+		return fmt.Errorf("%w: rules %d is newer than this govledger knows (%d): verify with a newer release", ErrInputs, r, CurrentRules)
+	case r < 0 || r == handoff.RulesUnbounded:
+		// Rules 1 is written as no "rules" member: one encoding per value.
+		return fmt.Errorf("%w: rules %d is not a rules version that is written (0 or %d..%d)", ErrInputs, r, handoff.RulesBounded, CurrentRules)
 	}
 	for i, o := range in.Observations {
 		if o.Op != "file" && o.Op != "dir" {
@@ -81,7 +97,8 @@ func (in Inputs) valid() error {
 // Entry.Inputs. Empty Observations are omitted, so one Inputs value has
 // one encoding. It fails (ErrInputs) for values ParseInputs would refuse:
 // an unknown format, a negative MaxAge or MaxPayload, an observation whose
-// op is not "file" or "dir" or whose size is negative.
+// op is not "file" or "dir" or whose size is negative, a Rules that is
+// negative, 1 (written as 0) or above CurrentRules.
 func (in Inputs) Marshal() ([]byte, error) {
 	if err := in.valid(); err != nil {
 		return nil, err
@@ -196,7 +213,12 @@ func appendInputs(b []byte, in Inputs) ([]byte, bool) {
 		b = append(b, `,"to":`...)
 		str(p.To)
 	}
-	b = append(b, "}}"...)
+	b = append(b, '}')
+	if in.Rules != 0 {
+		b = append(b, `,"rules":`...)
+		num(int64(in.Rules))
+	}
+	b = append(b, '}')
 	return b, ok
 }
 

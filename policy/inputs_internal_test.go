@@ -72,6 +72,9 @@ func FuzzInputsMarshal(f *testing.F) {
 		} else if shape&16 != 0 {
 			in.Observations = []handoff.Observation{}
 		}
+		if shape&32 != 0 {
+			in.Rules = int(size % 4)
+		}
 		checkAppendInputs(t, 0, in)
 	})
 }

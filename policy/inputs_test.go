@@ -21,6 +21,8 @@ func TestInputsRoundTrip(t *testing.T) {
 			{Op: "file", Path: "out/report.md", Exists: true, Size: 12, SHA256: "ab"},
 			{Op: "file", Path: "../x", Escapes: true, Err: "escapes the root"},
 		}},
+		{Params: policy.Params{MaxPayload: 1}, Rules: policy.CurrentRules},
+		{Params: policy.Params{Format: handoff.Task}, Observations: []handoff.Observation{{Op: "dir", Path: "x"}}, Rules: handoff.RulesBounded},
 	}
 	for i, in := range cases {
 		b, err := in.Marshal()
@@ -72,6 +74,12 @@ func TestParseInputsRejects(t *testing.T) {
 		"invalid UTF-8":          "{\"params\":{\"from\":\"\xff\",\"max_age_ns\":0,\"max_payload\":0}}",
 		"trailing data":          `{"params":{"max_age_ns":0,"max_payload":0}}{}`,
 		"escaped where not need": `{"params":{"from":"\u0061","max_age_ns":0,"max_payload":0}}`,
+		"rules 1 written":        `{"params":{"max_age_ns":0,"max_payload":0},"rules":1}`,
+		"rules 0 written":        `{"params":{"max_age_ns":0,"max_payload":0},"rules":0}`,
+		"rules negative":         `{"params":{"max_age_ns":0,"max_payload":0},"rules":-2}`,
+		"rules from the future":  `{"params":{"max_age_ns":0,"max_payload":0},"rules":99}`,
+		"rules before params":    `{"rules":2,"params":{"max_age_ns":0,"max_payload":0}}`,
+		"rules as a string":      `{"params":{"max_age_ns":0,"max_payload":0},"rules":"2"}`,
 	}
 	for name, s := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,6 +96,8 @@ func TestMarshalRejects(t *testing.T) {
 		"negative max age": {Params: policy.Params{MaxAge: -1}},
 		"unknown format":   {Params: policy.Params{Format: "x"}},
 		"bad op":           {Observations: []handoff.Observation{{Op: "rm"}}},
+		"rules 1":          {Rules: handoff.RulesUnbounded},
+		"rules too new":    {Rules: policy.CurrentRules + 1},
 	} {
 		if _, err := in.Marshal(); !errors.Is(err, policy.ErrInputs) {
 			t.Errorf("%s: Marshal = %v, want ErrInputs", name, err)

@@ -48,6 +48,7 @@ const (
 	CategoryMismatch   Code = "CATEGORY_MISMATCH"   // swarm/2 target.category is not one of the target skill's handoff_categories
 	RoleMismatch       Code = "ROLE_MISMATCH"       // vbw/1 sender or receiver lacks the role seed 001 names for the message type
 	EntryTooLarge      Code = "ENTRY_TOO_LARGE"     // the reasons would not fit a ledger entry (tlog-tiles: 65,535 bytes): recorded compact
+	ParseLimit         Code = "PARSE_LIMIT"         // a document over a parse cap (lines, values): not read
 )
 
 // Severity grades a Reason.

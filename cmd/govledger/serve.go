@@ -91,6 +91,7 @@ Examples:
 			&cli.IntFlag{Name: "max-idle-conns", Value: server.DefaultMaxIdleConns, Usage: "idle connections (keep-alive, or before their first request): the oldest is closed beyond"},
 			&cli.DurationFlag{Name: "tokens-poll", Value: server.DefaultTokensPoll, Usage: "how often the tokens file is checked for changes, reloaded when it changed (0: only on SIGHUP or POST /v1/reload)"},
 			&cli.IntFlag{Name: "max-queue", Value: ledgerbackend.DefaultMaxQueue, Usage: "documents waiting for a commit: 503 beyond"},
+			&cli.Int64Flag{Name: "max-parse-bytes", Value: ledgerbackend.DefaultMaxParseBytes, Usage: "bytes of documents parsed at once, server-wide: a document waits up to 2s for room, then 503 (see docs/parsing-limits.md)"},
 			&cli.DurationFlag{Name: "read-header-timeout", Value: server.DefaultReadHeaderTimeout, Usage: "a client must send its headers within this"},
 			&cli.DurationFlag{Name: "read-timeout", Value: server.DefaultReadTimeout, Usage: "a client must send its whole request within this"},
 			&cli.DurationFlag{Name: "write-timeout", Value: server.DefaultWriteTimeout, Usage: "an answer must be written within this (streams: per event)"},
@@ -153,8 +154,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if params.MaxAge < 0 || params.MaxPayload <= 0 {
 		return usageErr("serve: --max-age must not be negative and --max-payload must be positive")
 	}
-	if c.Float64("rate") < 0 || c.Int("burst") < 0 || c.Int("max-queue") <= 0 {
-		return usageErr("serve: --rate and --burst must not be negative, --max-queue must be positive")
+	if c.Float64("rate") < 0 || c.Int("burst") < 0 || c.Int("max-queue") <= 0 || c.Int64("max-parse-bytes") <= 0 {
+		return usageErr("serve: --rate and --burst must not be negative, --max-queue and --max-parse-bytes must be positive")
 	}
 	tc, err := serveTLS(c)
 	if err != nil {
@@ -199,7 +200,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		return err
 	}
 	be, err := ledgerbackend.New(l, ledgerbackend.Options{Load: load, Params: params, Root: c.String("root"),
-		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), Operator: operator, Poll: sharedPoll(g.db)})
+		Signer: signer, Metrics: metrics, MaxQueue: c.Int("max-queue"), Operator: operator, Poll: sharedPoll(g.db),
+		MaxParseBytes: c.Int64("max-parse-bytes")})
 	if err != nil {
 		return inputErr(err)
 	}

@@ -93,6 +93,15 @@ type Options struct {
 	// ledger with no policy in force: whoever started the server with
 	// these files ("operator" if empty).
 	Operator string
+	// MaxParseBytes bounds the bytes of documents being parsed and decided
+	// at once, server-wide (0: DefaultMaxParseBytes); a document that finds
+	// no room within ParseWait (0: DefaultParseWait) is refused with a
+	// *ParseBudgetError (503, Retry-After, nothing written).
+	MaxParseBytes int64
+	ParseWait     time.Duration
+	// BatchWorkers bounds the documents of one batch decided at once (0:
+	// DefaultBatchWorkers).
+	BatchWorkers int
 }
 
 // Backend is the server.Backend over one open ledger. It is safe for
@@ -104,6 +113,7 @@ type Backend struct {
 	reload sync.Mutex
 
 	queued atomic.Int64
+	budget *parseBudget
 
 	failOnce sync.Once
 	failErr  error
@@ -150,6 +160,15 @@ func New(l *ledger.Ledger, o Options) (*Backend, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaxParseBytes <= 0 {
+		o.MaxParseBytes = DefaultMaxParseBytes
+	}
+	if o.ParseWait <= 0 {
+		o.ParseWait = DefaultParseWait
+	}
+	if o.BatchWorkers <= 0 {
+		o.BatchWorkers = DefaultBatchWorkers
+	}
 	o.Params.Format, o.Params.From, o.Params.To = "", "", ""
 	if o.Operator == "" {
 		o.Operator = "operator"
@@ -158,7 +177,8 @@ func New(l *ledger.Ledger, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{l: l, o: o, failed: make(chan struct{}), changed: make(chan struct{}), stats: l.Stats()}
+	b := &Backend{l: l, o: o, failed: make(chan struct{}), changed: make(chan struct{}), stats: l.Stats(),
+		budget: newParseBudget(o.MaxParseBytes, o.ParseWait)}
 	b.pol.Store(p)
 	m, k, ok, err := b.inForce()
 	switch {
@@ -389,8 +409,21 @@ func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
 		}
 	}
 	if r.Sources != nil {
-		// The whole body, even beyond MaxPayload: its source decides who may send it.
-		rec := handoff.Parse(r.Body, handoff.Options{Format: f, From: r.From, To: r.To, Strict: cfg.Params.Strict})
+		if int64(len(r.Body)) > cfg.Params.MaxPayload {
+			// Its source is not read: a document over --max-payload is
+			// never parsed, and only its source could let it through.
+			return nil, fmt.Errorf("%w: a document of %d bytes is over --max-payload (%d) and is not parsed, so its source agent cannot be established; %q may submit only for %v: nothing written",
+				server.ErrForbiddenSource, len(r.Body), cfg.Params.MaxPayload, r.Submitter, r.Sources)
+		}
+		// A cheap read first: a source named by it that the principal may
+		// not submit for is refused before any parse.
+		if src, ok := handoff.SourceHint(r.Body, handoff.Options{Format: f, From: r.From, To: r.To}); ok && !slices.Contains(r.Sources, src) {
+			return nil, fmt.Errorf("%w: %q may not submit for source agent %q", server.ErrForbiddenSource, r.Submitter, src)
+		}
+		// Read once, under the parse caps: the decision reuses the detection.
+		cfg.Detection = handoff.NewDetection(r.Body, policy.CurrentRules)
+		rec := handoff.Parse(r.Body, handoff.Options{Format: f, From: r.From, To: r.To, Strict: cfg.Params.Strict,
+			Rules: policy.CurrentRules, Detection: cfg.Detection})
 		switch src := rec.Source.ID; {
 		case src == "":
 			return nil, fmt.Errorf("%w: the document names no source agent, and %q may submit only for %v",
@@ -431,15 +464,48 @@ func (b *Backend) SubmitBatch(ctx context.Context, rs []server.SubmitRequest) ([
 	}
 	defer b.leave(len(rs))
 	items := make([]server.BatchItem, len(rs))
+	// At most BatchWorkers documents of the batch are decided at once:
+	// enough to share commits, never the whole batch in memory as trees.
 	var wg sync.WaitGroup
-	for i := range rs {
-		wg.Go(func() { items[i].Result, items[i].Err = b.submit(ctx, rs[i]) })
+	work := make(chan int)
+	for range min(b.o.BatchWorkers, len(rs)) {
+		wg.Go(func() {
+			for i := range work {
+				items[i].Result, items[i].Err = b.submit(ctx, rs[i])
+			}
+		})
 	}
+	for i := range rs {
+		work <- i
+	}
+	close(work)
 	wg.Wait()
 	return items, nil
 }
 
+// parsing takes room in the parse budget for r's document (nothing for
+// one over --max-payload: it is never parsed) and returns its release.
+func (b *Backend) parsing(ctx context.Context, r server.SubmitRequest) (func(), error) {
+	n := int64(len(r.Body))
+	if n > b.o.Params.MaxPayload {
+		n = 0
+	}
+	took, err := b.budget.acquire(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return func() { b.budget.release(took) }, nil
+}
+
+// ParseBytes is the bytes of documents being parsed and decided now.
+func (b *Backend) ParseBytes() int64 { return b.budget.inUse() }
+
 func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
+	done, err := b.parsing(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	req, err := b.prepare(r)
 	if err != nil {
 		return nil, err
@@ -513,6 +579,11 @@ func resultOf(e *entry.Entry, h entry.Hash) *server.SubmitResult {
 // Validate implements server.Backend.
 func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
 	r.IdempotencyKey = ""
+	done, err := b.parsing(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if err := b.follow(); err != nil {
 		return nil, err
 	}

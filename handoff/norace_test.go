@@ -1,0 +1,5 @@
+//go:build !race
+
+package handoff_test
+
+const raceEnabled = false
