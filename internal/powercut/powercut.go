@@ -24,6 +24,13 @@
 // directories are refused (EXDEV): the model does not track them, and
 // govledger does neither.
 //
+// The process that mounts the file system serves it: it must never map a
+// file of the mount into memory (bbolt does). A page fault on such a
+// mapping blocks a thread the Go runtime cannot preempt, the next garbage
+// collection waits for that thread, and the thread waits for the server
+// the collection stopped. Read such files through Disk between cuts, or
+// from another process.
+//
 // It is a test-support package: Mount ends a test through internal/testenv
 // when FUSE cannot be mounted (a skip without CI, a failure with it). It
 // needs root (or CAP_SYS_ADMIN) and /dev/fuse; it mounts with mount(2)
@@ -97,6 +104,9 @@ type FS struct {
 
 	mu      sync.Mutex
 	cut     bool
+	cutCh   chan struct{}                // closed at the cut
+	ops     int                          // changes since the mount
+	cutAt   int                          // cut at this change (0: not armed)
 	files   map[uint64][]fileOp          // inode -> changes since its last fsync, oldest first
 	durable map[uint64]map[string]uint64 // directory inode -> name -> inode, as of its last fsync
 	isDir   map[uint64]bool              // inode -> is a directory
@@ -136,7 +146,7 @@ func Mount(t testing.TB, seed uint64) *FS {
 	}
 	base := t.TempDir()
 	f := &FS{dir: filepath.Join(base, "mnt"), tree: filepath.Join(base, "disk"), keep: filepath.Join(base, "keep"),
-		rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+		rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), cutCh: make(chan struct{})}
 	for _, d := range []string{f.dir, f.tree, f.keep} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -146,9 +156,7 @@ func Mount(t testing.TB, seed uint64) *FS {
 		testenv.Missing(t, "a FUSE mount (root and /dev/fuse)", "modprobe fuse; apt-get install fuse3; run as root", err)
 	}
 	t.Cleanup(func() {
-		f.mu.Lock()
-		f.cut = true
-		f.mu.Unlock()
+		f.Cut()
 		if err := f.unmount(); err != nil {
 			t.Errorf("powercut: unmount %s: %v", f.dir, err)
 		}
@@ -187,8 +195,42 @@ func (f *FS) Sync() error {
 // mount, then call Restore.
 func (f *FS) Cut() {
 	f.mu.Lock()
-	f.cut = true
+	f.cutNow()
 	f.mu.Unlock()
+}
+
+// CutAt arms a cut at the n-th change (write, truncation, fsync, create,
+// link, rename, unlink, mkdir, rmdir) from now: that change fails with
+// EIO, as does everything after it. The channel is closed at the cut,
+// whether this or Cut made it. Cutting at a counted change lands the cut
+// on an I/O step, where a timer would mostly land between them.
+func (f *FS) CutAt(n int) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cutAt = f.ops + max(n, 1)
+	return f.cutCh
+}
+
+// cutNow cuts the power. The caller holds mu.
+func (f *FS) cutNow() {
+	if !f.cut {
+		f.cut = true
+		close(f.cutCh)
+	}
+}
+
+// stop counts a change and reports whether it must fail: the power is
+// cut, or this change is the armed one. The caller holds mu.
+func (f *FS) stop() bool {
+	if f.cut {
+		return true
+	}
+	f.ops++
+	if f.cutAt > 0 && f.ops >= f.cutAt {
+		f.cutNow()
+		return true
+	}
+	return false
 }
 
 // Restore unmounts the file system (waiting, within a bound, for the
@@ -214,7 +256,7 @@ func (f *FS) Restore(mode Mode) error {
 		return fmt.Errorf("powercut: rescan: %w", err)
 	}
 	f.stats.Cuts++
-	f.cut = false
+	f.cut, f.cutAt, f.cutCh = false, 0, make(chan struct{})
 	return f.mount()
 }
 
@@ -554,7 +596,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return nil, nil, 0, syscall.EIO
 	}
 	p := filepath.Join(n.path(), name)
@@ -595,7 +637,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	defer f.mu.Unlock()
 	p := n.path()
 	if flags&syscall.O_TRUNC != 0 {
-		if f.cut {
+		if f.stop() {
 			return nil, 0, syscall.EIO
 		}
 		if errno := f.logTruncate(n.ino(), p, 0); errno != 0 {
@@ -652,7 +694,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return syscall.EIO
 	}
 	if size, ok := in.GetSize(); ok {
@@ -669,7 +711,7 @@ func (n *node) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscal
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return syscall.EIO
 	}
 	if n.IsDir() {
@@ -701,7 +743,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return syscall.EIO
 	}
 	np, ok := newParent.(*node)
@@ -726,7 +768,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return syscall.EIO
 	}
 	if errno := n.LoopbackNode.Unlink(ctx, name); errno != 0 {
@@ -740,7 +782,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return syscall.EIO
 	}
 	if errno := n.LoopbackNode.Rmdir(ctx, name); errno != 0 {
@@ -754,7 +796,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return nil, syscall.EIO
 	}
 	ch, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
@@ -775,7 +817,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return nil, syscall.EIO
 	}
 	ch, errno := n.LoopbackNode.Link(ctx, target, name, out)
@@ -794,7 +836,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 	f := n.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return nil, syscall.EIO
 	}
 	ch, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
@@ -885,7 +927,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	f := h.fs
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.cut {
+	if f.stop() {
 		return 0, syscall.EIO
 	}
 	fi, err := h.f.Stat()

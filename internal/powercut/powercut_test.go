@@ -237,3 +237,36 @@ func TestScramble(t *testing.T) {
 		t.Errorf("over 20 scrambled cuts: old pages seen %v, new pages seen %v; want both", sawOld, sawNew)
 	}
 }
+
+// TestCutAt: an armed cut lands on the n-th change, which fails, as does
+// every change after it; what was synced before it survives.
+func TestCutAt(t *testing.T) {
+	f := powercut.Mount(t, 1)
+	a := filepath.Join(f.Dir(), "a")
+	write(t, a, []byte("synced"), true)
+	syncDir(t, f.Dir())
+	h, err := os.OpenFile(a, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cutCh := f.CutAt(3)
+	for i, want := range []bool{true, true, false, false} {
+		_, err := h.WriteAt([]byte{'0' + byte(i)}, int64(i))
+		if ok := err == nil; ok != want {
+			t.Errorf("write %d after CutAt(3): err %v, want success %v", i+1, err, want)
+		}
+	}
+	select {
+	case <-cutCh:
+	default:
+		t.Fatal("the cut channel is open after the armed change")
+	}
+	h.Close()
+	if err := f.Restore(powercut.Drop); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := content(t, a); got != "synced" {
+		t.Errorf("a after the armed cut = %q, want synced", got)
+	}
+}
