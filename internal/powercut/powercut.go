@@ -264,17 +264,15 @@ func (f *FS) mount() error {
 	if err := f.rescan(); err != nil {
 		return err
 	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(f.tree, &st); err != nil {
+	rn, err := fs.NewLoopbackRoot(f.tree)
+	if err != nil {
 		return err
 	}
-	root := &fs.LoopbackRoot{Path: f.tree, Dev: uint64(st.Dev)}
-	root.NewNode = func(r *fs.LoopbackRoot, parent *fs.Inode, name string, st *syscall.Stat_t) fs.InodeEmbedder {
-		return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, fs: f}
-	}
-	root.RootNode = root.NewNode(root, nil, "", &st)
+	ln := rn.(*fs.LoopbackNode)
+	root := &node{LoopbackNode: ln, fs: f}
+	ln.RootData.RootNode = root
 	zero := time.Duration(0)
-	server, err := fs.Mount(f.dir, root.RootNode, &fs.Options{
+	server, err := fs.Mount(f.dir, root, &fs.Options{
 		// No kernel caching of names and attributes across a restore
 		// matters (a new mount starts empty), but a zero timeout keeps
 		// the model simple: every lookup reaches the folder.
@@ -552,8 +550,16 @@ func (f *FS) reconcile(dir string, ino uint64) error {
 
 // node is a loopback node whose changes are logged.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	fs *FS
+}
+
+// WrapChild makes every node the loopback creates one of ours.
+func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if ln, ok := ops.(*fs.LoopbackNode); ok {
+		return &node{LoopbackNode: ln, fs: n.fs}
+	}
+	return ops
 }
 
 var (
@@ -571,6 +577,7 @@ var (
 	_ = (fs.NodeTmpfiler)((*node)(nil))
 	_ = (fs.NodeCopyFileRanger)((*node)(nil))
 	_ = (fs.NodeOpendirHandler)((*node)(nil))
+	_ = (fs.NodeWrapChilder)((*node)(nil))
 )
 
 // path is the node's path in the backing folder.
