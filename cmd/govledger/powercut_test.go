@@ -150,7 +150,12 @@ func (r *pcRun) cliErr(args ...string) (stdout, stderr []byte, code int) {
 	return out.Bytes(), errb.Bytes(), cmd.ProcessState.ExitCode()
 }
 
+// isCutting reports whether the power is cut: by the file system (an
+// armed cut fired; the cycle may not have seen it yet) or by the cycle.
 func (r *pcRun) isCutting() bool {
+	if r.fs.IsCut() {
+		return true
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cutting

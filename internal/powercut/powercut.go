@@ -199,6 +199,14 @@ func (f *FS) Cut() {
 	f.mu.Unlock()
 }
 
+// IsCut reports whether the power is cut (by Cut or an armed CutAt) and
+// not yet restored.
+func (f *FS) IsCut() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cut
+}
+
 // CutAt arms a cut at the n-th change (write, truncation, fsync, create,
 // link, rename, unlink, mkdir, rmdir) from now: that change fails with
 // EIO, as does everything after it. The channel is closed at the cut,
