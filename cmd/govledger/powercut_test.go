@@ -253,8 +253,10 @@ func (r *pcRun) settle(key string, state int, seq uint64, hash string) {
 // doc writes a handoff document with a new id and a unique sentence in
 // its payload, outside the mount, and returns its path and the sentence.
 func (r *pcRun) doc(key string) (string, string) {
+	r.mu.Lock() // concurrent workers share rng
 	secret := "secret " + key + " " + fmt.Sprint(r.rng.Uint64())
 	id := fmt.Sprintf("6ba7b810-9dad-41d1-80b4-%012x", r.rng.Uint64()>>16)
+	r.mu.Unlock()
 	d := strings.Replace(string(r.base), "550e8400-e29b-41d4-a716-446655440000", id, 1)
 	d = strings.Replace(d, "Users want feature X", secret, 1)
 	p := filepath.Join(r.docs, key+".json")
