@@ -104,9 +104,18 @@ func writeExclusive(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return internalErr(err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
+	// The name is durable once its folder is synced; an error there
+	// means the key may be lost at a power cut, so it is reported.
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return internalErr(fmt.Errorf("sync directory of %s: %w", path, err))
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return internalErr(fmt.Errorf("sync directory of %s: %w", path, err))
 	}
 	return nil
 }

@@ -56,7 +56,13 @@ var servePrincipals = []server.TokenEntry{
 // "skills").
 func newServeEnv(t *testing.T, registry string) *serveEnv {
 	t.Helper()
-	dir := t.TempDir()
+	return newServeEnvIn(t, t.TempDir(), registry)
+}
+
+// newServeEnvIn is newServeEnv in an existing empty folder (the power-cut
+// trials' mount).
+func newServeEnvIn(t *testing.T, dir, registry string) *serveEnv {
+	t.Helper()
 	if err := demo.Unpack(dir); err != nil {
 		t.Fatal(err)
 	}

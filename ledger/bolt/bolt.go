@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/internal/fault"
 	"github.com/govledger/govledger/ledger"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -327,6 +328,7 @@ func openBolt(path string, o *Options) (db *bolt.DB, f *os.File, err error) {
 	bo := &bolt.Options{
 		Timeout:         o.Timeout,
 		ReadOnly:        o.ReadOnly,
+		NoSync:          fault.On(fault.BoltNoSync), // false outside a test build: see internal/fault
 		InitialMmapSize: initialMmapSize,
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			h, err := os.OpenFile(name, flag&^os.O_CREATE, perm)
@@ -419,12 +421,25 @@ func create(path string, o *Options) error {
 	if err := os.Link(tmp, path); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("ledger %s: create: %w", path, err)
 	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("ledger %s: create: sync directory: %w", path, err)
-		}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("ledger %s: create: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a folder, making the names in it durable (a rename or
+// link into it, or a file created in it).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

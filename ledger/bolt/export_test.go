@@ -56,3 +56,10 @@ var (
 	DecodePostings = decodePostings
 	MaxPostings    = maxPostings
 )
+
+// SyncOptions reports how the open bbolt file is synced, for
+// TestDurableOptions.
+func SyncOptions(d *Driver) (noSync, noFreelistSync, noGrowSync bool) {
+	db := d.current()
+	return db.NoSync, db.NoFreelistSync, db.NoGrowSync
+}
