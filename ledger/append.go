@@ -201,7 +201,7 @@ func (l *Ledger) committer() {
 			l.mu.Unlock()
 			return
 		}
-		n := min(len(l.queue), l.maxBatch)
+		n := endsAt(l.queue, l.maxBatch)
 		batch := make([]*pending, 0, n)
 		for _, p := range l.queue[:n] {
 			if p.state.CompareAndSwap(queued, taken) {
@@ -222,6 +222,21 @@ func (l *Ledger) committer() {
 			l.commit(batch)
 		}
 	}
+}
+
+// endsAt returns how many requests at the head of queue the next batch
+// takes: at most limit, and none after a redaction. A redaction is the last
+// entry of its batch, so a later entry of the same batch cannot store the
+// bytes it erases (a batch erases after it stores), and the driver's
+// record of the erasure (View.Erased) names the redaction's own seq.
+func endsAt(queue []*pending, limit int) int {
+	n := max(min(len(queue), limit), 0)
+	for i, p := range queue[:n] {
+		if p.req.redact {
+			return i + 1
+		}
+	}
+	return n
 }
 
 // fatalError aborts a whole commit.
@@ -391,7 +406,12 @@ func (l *Ledger) commitLocked(lk Locker, batch []*pending) (b *Batch, _ []*pendi
 func (l *Ledger) takeMore(batch []*pending) []*pending {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := min(len(l.queue), l.maxBatch-len(batch))
+	for _, p := range batch {
+		if p.req.redact {
+			return batch
+		}
+	}
+	n := endsAt(l.queue, l.maxBatch-len(batch))
 	if n <= 0 {
 		return batch
 	}
@@ -771,6 +791,13 @@ func (bd *builder) redactable(seq uint64, stored bool) (entry.Hash, error) {
 	}
 	if slices.Contains(bd.b.Erase, sum) {
 		return sum, fmt.Errorf("payload of seq %d: %w", seq, ErrRedacted)
+	}
+	// Per entry: bytes stored again after a redaction of seq are not
+	// seq's to redact again.
+	if r, ok, rerr := bd.v.Erased(sum); rerr != nil {
+		return sum, &fatalError{rerr}
+	} else if ok && seq < r {
+		return sum, fmt.Errorf("payload of seq %d: %w by seq %d", seq, ErrRedacted, r)
 	}
 	_, err = bd.blob(sum)
 	switch {

@@ -227,7 +227,7 @@ func (c *copier) batch(at entry.Head) (entry.Head, error) {
 			if _, ok := b.Blobs[*sum]; ok {
 				return nil
 			}
-			data, err := c.sv.Blob(*sum)
+			data, err := viewEntryBlob(c.sv, seq, *sum)
 			switch {
 			case err == nil:
 				b.Blobs[*sum] = bytes.Clone(data)

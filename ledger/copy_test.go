@@ -53,6 +53,18 @@ func TestCopy(t *testing.T) {
 		}
 		governtest.Same(t, src, dst)
 		mustVerify(t, dst)
+		// The redacted payload stays redacted in the copy, though the
+		// same bytes are stored again under a later entry.
+		r, _, err := dst.Get(h.Redaction)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dst.EntryBlob(r.RedactedSeq, h.Redacted); !errors.Is(err, ledger.ErrRedacted) {
+			t.Errorf("MaxEntries %d: the copy's EntryBlob(%d), redacted = %v, want ErrRedacted", max, r.RedactedSeq, err)
+		}
+		if _, err := dst.EntryBlob(h.Restored, h.Redacted); err != nil {
+			t.Errorf("MaxEntries %d: the copy's EntryBlob(%d), stored again = %v", max, h.Restored, err)
+		}
 		// And back, into memory.
 		back, err := memory.Open(src.Origin(), nil)
 		if err != nil {

@@ -87,6 +87,12 @@ type View interface {
 	// Blob returns the bytes stored under their SHA-256: ErrNotFound when
 	// none are, ErrRedacted when a redaction erased them.
 	Blob(sum entry.Hash) ([]byte, error)
+	// Erased returns the seq of the last redaction entry that erased the
+	// bytes whose SHA-256 is sum (ok false when none did). Redaction is
+	// per entry: the payload of every entry naming sum with a lower seq
+	// stays erased, even when a later entry stores the same bytes again
+	// and Blob(sum) reads them (Ledger.EntryBlob).
+	Erased(sum entry.Hash) (seq uint64, ok bool, err error)
 	// Blocks returns every agent blocked at Head and the seq of the entry
 	// that blocked it.
 	Blocks() (map[string]uint64, error)
@@ -135,7 +141,10 @@ type Batch struct {
 	// payload_sha256 of the entry Delta.Redactions[i].Of, so the two have
 	// the same length. They are removed after Blobs are stored, and a view
 	// then answers ErrRedacted for them (until a later batch stores the
-	// same bytes again). After Append returns, their bytes must not be
+	// same bytes again: those are the later entry's, and Erased keeps the
+	// redacted entry's payload erased). A redaction is the last entry of
+	// its batch (the core ends a batch there), so b.Head.Seq is its seq.
+	// After Append returns, their bytes must not be
 	// readable through any new view, and the driver removes them from
 	// freed pages or dead rows as soon as no older view can still read
 	// them: bbolt rewrites the file when its last older view closes;

@@ -61,6 +61,40 @@ func (l *Ledger) Blob(sum entry.Hash) ([]byte, error) {
 	return data, nil
 }
 
+// EntryBlob returns the bytes entry seq names by sum: its payload, or a
+// snapshot's content. Redaction is per entry: it returns an error wrapping
+// ErrRedacted for an entry whose payload a redaction erased (the redacted
+// entry, and any entry before the redaction naming the same bytes), even
+// when a later entry stored the same bytes again; that later entry's own
+// payload is read. Otherwise it answers as Blob. Every reader of an
+// entry's payload (the API, export, the viewer, show, copy) reads it so;
+// Blob reads bytes by content alone.
+func (l *Ledger) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
+	var data []byte
+	err := l.view(context.Background(), func(v View) error {
+		var err error
+		data, err = viewEntryBlob(v, seq, sum)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got := entry.Sum256(data); got != sum {
+		return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ErrCorrupt, got)
+	}
+	return data, nil
+}
+
+// viewEntryBlob is EntryBlob on the view v, without the hash check.
+func viewEntryBlob(v View, seq uint64, sum entry.Hash) ([]byte, error) {
+	if r, ok, err := v.Erased(sum); err != nil {
+		return nil, err
+	} else if ok && seq < r {
+		return nil, fmt.Errorf("payload of seq %d: %w by seq %d", seq, ErrRedacted, r)
+	}
+	return v.Blob(sum)
+}
+
 // errChunk stops a view's Scan when a chunk is full.
 var errChunk = errors.New("chunk full")
 
@@ -210,8 +244,10 @@ func (q *Query) Cut(seqs []uint64) []uint64 {
 
 // Redact removes the stored payload bytes of handoff entry seq (its hash
 // stays in the entry) and appends a redaction entry carrying note. The
-// bytes are removed for every entry with the same payload, and the driver
-// makes them unrecoverable from its storage (Batch.Erase). Errors wrap
+// bytes are removed for every entry with the same payload stored before
+// the redaction, and the driver makes them unrecoverable from its storage
+// (Batch.Erase). Those entries' payloads stay erased (EntryBlob) when a
+// later entry stores the same bytes again; the later entry's do not. Errors wrap
 // ErrNotFound (no such entry), ErrNotRedactable (not a handoff, or its
 // payload was never stored) or ErrRedacted (already removed), plus the
 // errors of Append.

@@ -238,7 +238,7 @@ func WriteExport(ctx context.Context, w io.Writer, src Source) error {
 			named = c.ContentSHA256
 		}
 		if sum, err := entry.ParseHash(named); err == nil {
-			b, err := src.Blob(sum)
+			b, err := blobOf(src, seq, sum)
 			switch {
 			case err == nil:
 				enc := base64.StdEncoding.EncodeToString(b)

@@ -341,7 +341,7 @@ func (r *replayer) prefetch(j *job) {
 		}
 	}()
 	// The source may reuse the bytes once it delivers the next entry.
-	b, err := r.src.Blob(sum)
+	b, err := blobOf(r.src, j.seq, sum)
 	j.blobRes = blobFetch{slices.Clone(b), err}
 }
 
@@ -434,7 +434,7 @@ func (r *replayer) checkBlob(j *job, kind string, sum entry.Hash, size int64) (o
 		if j.stored != nil && entry.Sum256(j.stored) == sum && sb != nil && sb.reaches(sum, j.seq) {
 			b = j.stored
 		} else {
-			b, err = r.src.Blob(sum)
+			b, err = blobOf(r.src, j.seq, sum)
 		}
 	}
 	_, checked := r.src.(concurrentSource)

@@ -357,6 +357,28 @@ func (r *replayer) judge(j *job) {
 			r.redaction = map[uint64]bool{}
 		}
 		r.redaction[e.RedactedSeq] = true
+		r.unredacted(seq, e.RedactedSeq)
+	}
+}
+
+// unredacted reports the payload of entry of, which the redaction entry
+// seq erased, when the source reads it again: redaction is per entry, so
+// bytes a later entry stored again are that entry's, never of's. Only a
+// source that reads entries again and answers per entry (a ledger) is
+// asked.
+func (r *replayer) unredacted(seq, of uint64) {
+	er, ok1 := r.src.(entryReader)
+	es, ok2 := r.src.(EntryBlobSource)
+	if !ok1 || !ok2 || of >= seq {
+		return
+	}
+	t, err := er.entry(of)
+	if err != nil || t.Kind != entry.KindHandoff || t.PayloadSHA256 == nil {
+		return // the fold reports a redaction of no handoff
+	}
+	if b, err := es.EntryBlob(of, *t.PayloadSHA256); err == nil && b != nil {
+		r.add(Finding{Seq: of, Kind: KindUnredacted, Want: "erased", Got: t.PayloadSHA256.String(),
+			Message: fmt.Sprintf("the payload redaction seq %d erased is readable again", seq)})
 	}
 }
 

@@ -33,6 +33,7 @@ const (
 	KindTree       = "tree"        // structural: a stored tree hash disagrees with the chain
 	KindCorrupt    = "corrupt"     // the file could not be read (a recovered panic, a damaged page)
 	KindExportLine = "export_line" // an export line is not valid
+	KindUnredacted = "unredacted"  // a payload a redaction erased is readable again
 	// KindEntryTooLarge (warning): the entry's bytes are longer than the
 	// 65,535 a tlog-tiles entry bundle carries (tiles.MaxEntrySize): the
 	// tile API answers 422 for its bundle, and publish --entries stops

@@ -25,6 +25,24 @@ type Source interface {
 	Blob(sum entry.Hash) ([]byte, error)
 }
 
+// An EntryBlobSource is a Source that answers for the entry naming the
+// bytes (ledger.Ledger.EntryBlob): redaction is per entry, so the payload
+// of a redacted entry stays erased when a later entry stores the same
+// bytes again. Replay and WriteExport read each entry's bytes with
+// EntryBlob when the source has it, and with Blob otherwise.
+type EntryBlobSource interface {
+	Source
+	EntryBlob(seq uint64, sum entry.Hash) ([]byte, error)
+}
+
+// blobOf reads the bytes entry seq names by sum from src.
+func blobOf(src Source, seq uint64, sum entry.Hash) ([]byte, error) {
+	if es, ok := src.(EntryBlobSource); ok {
+		return es.EntryBlob(seq, sum)
+	}
+	return src.Blob(sum)
+}
+
 // entryReader is implemented by sources that can read an entry again by
 // seq. Replay uses it to confirm a match of its compact handoff-ID table.
 type entryReader interface {
@@ -81,7 +99,12 @@ func (s *ledgerSource) reaches(sum entry.Hash, seq uint64) bool {
 		return false
 	}
 	at, ok, err := bs.BlobSeq(sum)
-	return err == nil && ok && at == seq
+	if err != nil || !ok || at != seq {
+		return false
+	}
+	// Not for an erased payload (EntryBlob answers for it).
+	r, erased, err := lv.v.Erased(sum)
+	return err == nil && !(erased && seq < r)
 }
 
 // viewReads is how many blobs one shared view serves: enough to spread
@@ -218,6 +241,23 @@ func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("blob %s: %w: stored bytes hash to %s", sum, ledger.ErrCorrupt, got)
 	}
 	return data, nil
+}
+
+// EntryBlob answers as ledger.Ledger.EntryBlob does.
+func (s *ledgerSource) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
+	lv := s.lend()
+	if lv == nil {
+		return s.l.EntryBlob(seq, sum)
+	}
+	r, ok, err := lv.v.Erased(sum)
+	s.giveBack(lv)
+	if err != nil {
+		return nil, err
+	}
+	if ok && seq < r {
+		return nil, fmt.Errorf("payload of seq %d: %w by seq %d", seq, ledger.ErrRedacted, r)
+	}
+	return s.Blob(sum)
 }
 
 func (s *ledgerSource) entry(seq uint64) (*entry.Entry, error) {

@@ -134,7 +134,14 @@ func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
 	b := &Inclusion{Schema: SchemaInclusion, Origin: cp.Origin, Seq: seq, LeafIndex: seq - 1, TreeSize: cp.Size,
 		Entry: string(canon), EntryHash: entry.Hash(leaf), InclusionProof: hashes(p), Checkpoint: string(cp.Signed)}
 	if sum := e.Blob(); sum != nil {
-		data, err := src.Blob(*sum)
+		var data []byte
+		if es, ok := src.(interface {
+			EntryBlob(seq uint64, sum entry.Hash) ([]byte, error)
+		}); ok {
+			data, err = es.EntryBlob(seq, *sum) // per entry: a redaction stays
+		} else {
+			data, err = src.Blob(*sum)
+		}
 		switch {
 		case err == nil:
 			s := base64.StdEncoding.EncodeToString(data)

@@ -92,7 +92,7 @@ Examples:
 			res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: entry.LeafHash(raw).String(),
 				Entry: jsontext.Value(raw), Reasons: reasonsOf(e), Others: seqs[1:]}
 			if sum := e.Blob(); sum != nil {
-				p, err := l.Blob(*sum)
+				p, err := l.EntryBlob(e.Seq, *sum)
 				switch {
 				case errors.Is(err, ledger.ErrRedacted):
 					res.Redacted = true

@@ -421,6 +421,22 @@ func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 	return data, err
 }
 
+// Erased implements ledger.View: the redacted table's seq for sum.
+func (v *view) Erased(sum entry.Hash) (seq uint64, ok bool, err error) {
+	err = v.do(func() error {
+		r := v.redacted.Get(sum[:])
+		if r == nil {
+			return nil
+		}
+		if len(r) != 8 {
+			return fmt.Errorf("%w: redacted value for %s is %d bytes", ledger.ErrCorrupt, sum, len(r))
+		}
+		seq, ok = binary.BigEndian.Uint64(r), true
+		return nil
+	})
+	return seq, ok, err
+}
+
 // Find reads candidates from the most selective index, adds the entries
 // the secondary indexes do not cover yet (Options.IndexBatch), and
 // confirms each against the decoded entry (index keys are hashes).

@@ -69,6 +69,7 @@ func RunStore(t *testing.T, s Store) {
 		{"Concurrent", testConcurrent},
 		{"Snapshot", testSnapshot},
 		{"Blobs", testBlobs},
+		{"RedactionStays", testRedactionStays},
 		{"Durable", testDurable},
 	}
 	for _, tt := range tests {
@@ -836,6 +837,106 @@ func testBlobs(t *testing.T, s Store) {
 	if !bytes.Contains(raw, []byte(`"kind":"redaction"`)) {
 		t.Errorf("the store's bytes hold no redaction entry: Bytes reads the wrong thing")
 	}
+}
+
+// testRedactionStays holds redaction to be per entry: the same bytes
+// submitted again after a redaction are the new entry's, and the redacted
+// entry's payload (and that of an earlier entry naming the same bytes)
+// stays erased, before and after a reopen.
+func testRedactionStays(t *testing.T, s Store) {
+	d := s.Open(t)
+	l := core(t, d)
+	data := []byte(`{"handoff_id":"r","ssn":"078-05-1120"}`)
+	sum := entry.Sum256(data)
+	sibling := appendOK(t, l, handoff{id: "r0", source: "a", target: "b", payload: data}.request()).Last().Entry.Seq
+	red := appendOK(t, l, handoff{id: "r1", source: "a", target: "b", payload: data}.request()).Last().Entry.Seq
+	res, err := l.Redact(context.Background(), red, "erasure request")
+	if err != nil {
+		t.Fatalf("Redact = %v", err)
+	}
+	rseq := res.Last().Entry.Seq
+	again := appendOK(t, l, handoff{id: "r2", source: "a", target: "b", payload: data}.request()).Last().Entry.Seq
+	check := func(t *testing.T, l *ledger.Ledger, d ledger.Driver, erased []uint64, again, rseq uint64) {
+		t.Helper()
+		for _, seq := range erased {
+			if got, err := l.EntryBlob(seq, sum); !errors.Is(err, ledger.ErrRedacted) {
+				t.Errorf("EntryBlob(%d) after the same bytes came again = %q %v, want ErrRedacted", seq, got, err)
+			}
+		}
+		if got, err := l.EntryBlob(again, sum); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("EntryBlob(%d), the later entry's own payload = %q %v, want its bytes", again, got, err)
+		}
+		if got, err := l.Blob(sum); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("Blob (by content) = %q %v, want the later entry's bytes", got, err)
+		}
+		v := view(t, d)
+		if r, ok, err := v.Erased(sum); err != nil || !ok || r != rseq {
+			t.Errorf("Erased = %d %t %v, want the redaction seq %d", r, ok, err, rseq)
+		}
+		if r, ok, err := v.Erased(entry.Sum256(lockV1)); err != nil || ok {
+			t.Errorf("Erased(lock) = %d %t %v, want none", r, ok, err)
+		}
+		v.Close()
+	}
+	check(t, l, d, []uint64{sibling, red}, again, rseq)
+	// A redacted entry is not redacted again: that would erase the later
+	// entry's bytes.
+	for _, seq := range []uint64{red, sibling} {
+		if _, err := l.Redact(context.Background(), seq, "again"); !errors.Is(err, ledger.ErrRedacted) {
+			t.Errorf("Redact(%d) again = %v, want ErrRedacted", seq, err)
+		}
+	}
+	check(t, l, d, []uint64{sibling, red}, again, rseq)
+	// A redaction and the same bytes submitted at once: the bytes are the
+	// new entry's when it comes after the redaction, whatever the batches.
+	prev, erased := again, []uint64{sibling, red}
+	for i := range 8 {
+		var wg sync.WaitGroup
+		var rres *ledger.Result
+		var rerr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rres, rerr = l.Redact(context.Background(), prev, "erasure request")
+		}()
+		next := appendOK(t, l, handoff{id: fmt.Sprintf("r3-%d", i), source: "a", target: "b", payload: data}.request()).Last().Entry.Seq
+		wg.Wait()
+		if rerr != nil {
+			t.Fatalf("Redact(%d) = %v", prev, rerr)
+		}
+		r := rres.Last().Entry.Seq
+		erased, rseq = append(erased, prev), r
+		if got, err := l.EntryBlob(prev, sum); !errors.Is(err, ledger.ErrRedacted) {
+			t.Errorf("round %d: EntryBlob(%d), redacted by %d = %q %v, want ErrRedacted", i, prev, r, got, err)
+		}
+		got, err := l.EntryBlob(next, sum)
+		switch {
+		case next > r && (err != nil || !bytes.Equal(got, data)):
+			t.Errorf("round %d: EntryBlob(%d), after the redaction %d = %q %v, want its bytes", i, next, r, got, err)
+		case next < r && !errors.Is(err, ledger.ErrRedacted):
+			t.Errorf("round %d: EntryBlob(%d), before the redaction %d = %q %v, want ErrRedacted", i, next, r, got, err)
+		}
+		if next < r {
+			erased = append(erased, next)
+			// Both erased: store the bytes once more for the next round.
+			next = appendOK(t, l, handoff{id: fmt.Sprintf("r4-%d", i), source: "a", target: "b", payload: data}.request()).Last().Entry.Seq
+		}
+		prev = next
+	}
+	check(t, l, d, erased, prev, rseq)
+	v := view(t, d)
+	sameTables(t, v)
+	v.Close() // bbolt's Close waits for its views
+	if s.Reopen == nil {
+		return
+	}
+	// Reopen with the bytes readable again: the last entry's.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2 := s.Reopen(t, d)
+	l2 := core(t, d2)
+	check(t, l2, d2, erased, prev, rseq)
 }
 
 func testDurable(t *testing.T, s Store) {

@@ -331,6 +331,25 @@ func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 	return clone(last.data), nil
 }
 
+// Erased implements ledger.View: the batch of the last erasure of sum at
+// or before the view's head, whose last entry is the redaction.
+func (v *view) Erased(sum entry.Hash) (uint64, bool, error) {
+	if err := v.lock(); err != nil {
+		return 0, false, err
+	}
+	defer v.unlock()
+	var at uint64
+	for _, ev := range v.d.blobs[sum] {
+		if ev.at > v.head.Seq {
+			break
+		}
+		if ev.data == nil {
+			at = ev.at
+		}
+	}
+	return at, at != 0, nil
+}
+
 func isZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {

@@ -590,6 +590,19 @@ func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 	}
 }
 
+// Erased returns the seq of the last redaction that erased sum (the head
+// of its batch, whose last entry it is).
+func (v *view) Erased(sum entry.Hash) (uint64, bool, error) {
+	var seq *int64
+	err := v.query(context.Background(), "erased", func(ctx context.Context, tx querier) error {
+		return tx.QueryRow(ctx, `SELECT (SELECT seq FROM govledger.redacted WHERE sha256 = $1)`, sum[:]).Scan(&seq)
+	})
+	if err != nil || seq == nil {
+		return 0, false, err
+	}
+	return uint64(*seq), true, nil
+}
+
 // Blocks returns every agent blocked at the view's head.
 func (v *view) Blocks() (map[string]uint64, error) {
 	out := map[string]uint64{}

@@ -658,7 +658,7 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	if sum == nil || (e.Kind != entry.KindHandoff && e.Kind != entry.KindSnapshot) {
 		return nil, fmt.Errorf("%w: entry %d is a %s entry, without a payload", server.ErrNotFound, seq, e.Kind)
 	}
-	data, err := b.l.Blob(*sum)
+	data, err := b.l.EntryBlob(seq, *sum)
 	switch {
 	case errors.Is(err, ledger.ErrRedacted):
 		return nil, fmt.Errorf("%w: the payload of entry %d was redacted", server.ErrRedacted, seq)

@@ -156,3 +156,52 @@ func TestRefusalsWriteNothing(t *testing.T) {
 		t.Fatalf("refusals wrote entries: head %d -> %d", head, h)
 	}
 }
+
+// TestRedactionStays: the same bytes submitted again after a redaction
+// are the new entry's; /payload and the export keep the redacted entry's
+// payload out (410), and serve the new entry's.
+func TestRedactionStays(t *testing.T) {
+	b, l := newBackend(t, 0)
+	ctx := context.Background()
+	seqOf := func(i int) uint64 {
+		t.Helper()
+		if _, err := b.Submit(ctx, vbw(i)); err != nil {
+			t.Fatal(err)
+		}
+		head, err := l.TreeSize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return head
+	}
+	red := seqOf(7)
+	if _, err := l.Redact(ctx, red, "erasure"); err != nil {
+		t.Fatal(err)
+	}
+	again := seqOf(7)
+	if _, err := b.Payload(ctx, red); !errors.Is(err, server.ErrRedacted) {
+		t.Errorf("Payload(%d), redacted, after the same bytes came again = %v, want ErrRedacted", red, err)
+	}
+	want, err := b.Payload(ctx, again)
+	if err != nil || !bytes.Contains(want, []byte("step 7")) {
+		t.Fatalf("Payload(%d), the later entry's = %q %v", again, want, err)
+	}
+	lines := map[uint64][]byte{}
+	if err := b.Export(ctx, 0, func(line []byte) error {
+		switch {
+		case bytes.Contains(line, fmt.Appendf(nil, `"seq":%d,`, red)):
+			lines[red] = line
+		case bytes.Contains(line, fmt.Appendf(nil, `"seq":%d,`, again)):
+			lines[again] = line
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if l := lines[red]; l == nil || bytes.Contains(l, []byte(`"payload_b64"`)) {
+		t.Errorf("export line of the redacted seq %d: %s, want one without payload_b64", red, l)
+	}
+	if l := lines[again]; l == nil || !bytes.Contains(l, []byte(`"payload_b64"`)) {
+		t.Errorf("export line of seq %d: %s, want its payload_b64", again, l)
+	}
+}

@@ -58,6 +58,12 @@ func (s *exportSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 
 func (s *exportSource) Blob(sum entry.Hash) ([]byte, error) { return s.l.Blob(sum) }
 
+// EntryBlob makes the export answer per entry (verify.EntryBlobSource): a
+// redacted entry's payload stays out of it.
+func (s *exportSource) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
+	return s.l.EntryBlob(seq, sum)
+}
+
 // lineWriter calls fn with each complete line written to it, without its
 // newline.
 type lineWriter struct {
