@@ -224,6 +224,7 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
+	s.metrics.initRoutes(s.routes)
 	if cfg.UI != nil {
 		s.mux.Handle("/ui/", s.mountUI(cfg.UI))
 		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
@@ -539,6 +540,10 @@ type route struct {
 
 func (rt *route) pattern() string { return rt.method + " " + rt.path }
 
+// label is the route's name in logs and metrics: the method and the
+// documented path template ("POST /v1/blocks/{agent}:unblock").
+func (rt *route) label() string { return rt.method + " " + rt.docPath() }
+
 func (rt *route) docPath() string {
 	if rt.doc != "" {
 		return rt.doc
@@ -550,7 +555,7 @@ func (rt *route) docPath() string {
 func (s *Server) wrap(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
-		info.route, info.write = rt.pattern(), rt.write
+		info.route, info.write = rt.label(), rt.write
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		var p *Principal
@@ -584,18 +589,18 @@ func (s *Server) wrap(rt *route) http.Handler {
 			}
 		}
 		if len(rt.scopes) > 0 { // health, metrics and the OpenAPI document answer under any load
-			sem := s.reads
+			sem, limit := s.reads, LimitInFlightReads
 			switch {
 			case rt.stream:
-				sem = s.streams
+				sem, limit = s.streams, LimitStreams
 			case rt.body:
-				sem = s.writes
+				sem, limit = s.writes, LimitInFlightWrites
 			}
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
 			default:
-				s.answerError(w, r, info, fmt.Errorf("%w: too many requests in flight", ErrOverloaded))
+				s.answerError(w, r, info, hitLimit(limit, fmt.Errorf("%w: too many requests in flight", ErrOverloaded)))
 				return
 			}
 		}
@@ -728,6 +733,7 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 	if sw := unwrapStatus(w); sw != nil && sw.status != 0 {
 		panic(http.ErrAbortHandler)
 	}
+	s.countLimit(info, err)
 	var p *Problem
 	var rl *rateLimitError
 	if errors.As(err, &rl) {
@@ -766,6 +772,43 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 	}
 	p.Instance, p.RequestID = r.URL.Path, info.id
 	writeProblem(w, p)
+}
+
+// limitError is a refusal because the cap named limit (a Limit* name) was
+// reached; answerError counts it in govledger_limit_hits_total.
+type limitError struct {
+	limit string
+	err   error
+}
+
+func (e *limitError) Error() string { return e.err.Error() }
+func (e *limitError) Unwrap() error { return e.err }
+
+// hitLimit marks err as a refusal by the cap named limit.
+func hitLimit(limit string, err error) error { return &limitError{limit: limit, err: err} }
+
+// countLimit counts err in govledger_limit_hits_total when a cap refused
+// the request: a limitError names its cap; a 429 is the rate limit, a body
+// over its size the body cap of its route, and an ErrOverloaded from the
+// backend its commit queue.
+func (s *Server) countLimit(info *reqInfo, err error) {
+	var le *limitError
+	var rl *rateLimitError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &le):
+		s.metrics.LimitHit(le.limit)
+	case errors.As(err, &rl):
+		s.metrics.LimitHit(LimitRate)
+	case errors.As(err, &mbe):
+		if strings.HasSuffix(info.route, ":batch") {
+			s.metrics.LimitHit(LimitBatchBody)
+		} else {
+			s.metrics.LimitHit(LimitBody)
+		}
+	case errors.Is(err, ErrOverloaded):
+		s.metrics.LimitHit(LimitCommitQueue)
+	}
 }
 
 // unwrapStatus finds the statusWriter under w, if any.
