@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/internal/fileperm"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
@@ -121,6 +123,24 @@ func serveTLS(c *cli.Context) (*tls.Config, error) {
 	return server.TLSConfig(pair, pool, nil), nil
 }
 
+// checkServeFiles refuses a ledger file that group or others may read or
+// write, or whose folder (where the ledger, its .serve sidecar and the
+// copies of compaction live) they may write; the tokens file is checked
+// as it is read (server.ReadTokensFile) and the signer key by
+// checkpoint.LoadSigner.
+func checkServeFiles(db string) error {
+	if postgres.IsDSN(db) {
+		return nil
+	}
+	if err := fileperm.PrivatePath(db); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("serve: ledger %w", err)
+	}
+	if err := fileperm.Dir(db); err != nil {
+		return fmt.Errorf("serve: ledger %w", err)
+	}
+	return nil
+}
+
 func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	log := slog.New(slog.NewJSONHandler(g.stderr, nil))
 	params := policy.Params{Strict: c.Bool("strict"), MaxAge: int64(c.Duration("max-age")), MaxPayload: c.Int64("max-payload")}
@@ -139,6 +159,9 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return inputErr(fmt.Errorf("tokens file %s does not exist: run 'govledger token create' first", tokensFile))
 		}
+		return inputErr(err)
+	}
+	if err := checkServeFiles(g.db); err != nil {
 		return inputErr(err)
 	}
 	load := ledgerbackend.LoadFiles(g.manifest, g.lock)
