@@ -50,6 +50,10 @@ type Config struct {
 	// Logger receives one JSON line per request and the server's errors;
 	// nil discards them.
 	Logger *slog.Logger
+	// ClientIdentity is the rule naming a client certificate's principal:
+	// IdentityCN (the default, ""), IdentityURI or IdentityDNS; see
+	// CertificateIdentity.
+	ClientIdentity string
 	// Metrics are exposed on /metrics; nil creates them on a new registry.
 	Metrics *Metrics
 	// QueueDepth, when set, is exported as govledger_commit_queue_depth.
@@ -142,6 +146,8 @@ func (c *Config) valid() error {
 		return errors.New("server: Config.Backend is required")
 	case c.Tokens == nil:
 		return errors.New("server: Config.Tokens is required")
+	case c.ClientIdentity != "" && !slices.Contains(IdentityRules, c.ClientIdentity):
+		return fmt.Errorf("server: ClientIdentity %q: want %s", c.ClientIdentity, strings.Join(IdentityRules, ", "))
 	case c.MaxBody < 0 || c.MaxBatchBody < 0 || c.MaxBatchItems < 0 || c.MaxInFlight < 0 || c.MaxStreams < 0 || c.Burst < 0 || c.Rate < 0:
 		return errors.New("server: negative limit in Config")
 	case c.MaxBatchBody < c.MaxBody:
@@ -355,8 +361,8 @@ func (s *Server) beginShutdown() {
 
 // TLSConfig returns a TLS configuration serving cert. With clientCAs, the
 // server asks for a client certificate and verifies one when given
-// (mutual TLS: its subject common name names the principal, through the
-// tokens file's mtls_subject); clients without one may still use bearer
+// (mutual TLS: the name Config.ClientIdentity picks names the principal,
+// through the tokens file's mtls_subject; see CertificateIdentity); clients without one may still use bearer
 // tokens. now is the clock certificates are verified against (time.Now if
 // nil).
 func TLSConfig(cert tls.Certificate, clientCAs *x509.CertPool, now func() time.Time) *tls.Config {
@@ -676,8 +682,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Principa
 		return fail("malformed", true, fmt.Errorf("%w: more than one Authorization header", ErrUnauthenticated))
 	}
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
-		p, err := s.cfg.Tokens.Certificate(cn)
+		id, err := CertificateIdentity(r.TLS.VerifiedChains[0][0], s.cfg.ClientIdentity)
+		if err != nil {
+			return fail("certificate", false, err)
+		}
+		p, err := s.cfg.Tokens.Certificate(id)
 		if err != nil {
 			reason := "certificate"
 			if errors.Is(err, ErrExpired) {
