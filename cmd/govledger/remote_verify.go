@@ -60,13 +60,14 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	body, err := cl.Export(ctx, 0)
-	if err != nil {
+	_, err = boundedCopy(ctx, f, c.Int64("max-download"), c.Duration("idle-timeout"), func(ctx context.Context) (io.ReadCloser, error) {
+		return cl.Export(ctx, 0)
+	})
+	var pe *client.ProblemError
+	switch {
+	case errors.As(err, &pe), errors.Is(err, client.ErrTransport):
 		return remoteErr(cl, err)
-	}
-	_, err = io.Copy(f, body)
-	body.Close()
-	if err != nil {
+	case err != nil:
 		return remoteErr(cl, fmt.Errorf("%w: export cut short: %w", client.ErrTransport, err))
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

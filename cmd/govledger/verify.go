@@ -62,6 +62,8 @@ payload:read.`,
 			&cli.StringFlag{Name: "key", Usage: "verifier key (note format NAME+hash+key, or an OpenSSH ed25519 public key file) for --checkpoint"},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the newest checkpoint seen; refuses to go backwards"},
 			serverFlag(),
+			&cli.DurationFlag{Name: "idle-timeout", Value: defaultDownloadIdle, Usage: "with --server: cut the export download when the server sends nothing for this long"},
+			&cli.Int64Flag{Name: "max-download", Value: defaultDownloadMax, Usage: "with --server: cut the export download beyond this many bytes"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
