@@ -396,7 +396,7 @@ func (s *Server) Reload(ctx context.Context, operator string) ([]EntryView, erro
 // that handles it.
 type reqInfo struct {
 	id        string
-	route     string // the mux pattern; "" when the mux answered itself
+	route     string // the route label (method and documented path); "" when the mux answered itself
 	write     bool
 	principal string
 	err       error // the error answered, for the log
@@ -543,8 +543,6 @@ type route struct {
 	stream bool // long-lived answer: no handler deadline, the stream cap applies
 	h      func(w http.ResponseWriter, r *http.Request, p *Principal) error
 }
-
-func (rt *route) pattern() string { return rt.method + " " + rt.path }
 
 // label is the route's name in logs and metrics: the method and the
 // documented path template ("POST /v1/blocks/{agent}:unblock").
