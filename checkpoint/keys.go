@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/govledger/govledger/internal/fileperm"
 )
 
 // MaxKeyFileSize is the largest key file LoadSigner reads.
@@ -54,11 +56,8 @@ func LoadSigner(path, name string) (note.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w: not a regular file", path, ErrKeyPermissions)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s: %w: mode %04o, want 0600 (run: chmod 600 %s)", path, ErrKeyPermissions, perm, path)
+	if err := fileperm.Private(path, fi); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeyPermissions, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxKeyFileSize+1))
 	if err != nil {

@@ -346,8 +346,8 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 			return badRequest("reading the request body: %v", err)
 		}
 		if len(slots) == s.cfg.MaxBatchItems {
-			return &httpError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
-				detail: fmt.Sprintf("more than %d documents in one batch", s.cfg.MaxBatchItems)}
+			return hitLimit(LimitBatchItems, &httpError{status: http.StatusRequestEntityTooLarge, code: CodeBodyTooLarge,
+				detail: fmt.Sprintf("more than %d documents in one batch", s.cfg.MaxBatchItems)})
 		}
 		sl := slot{line: it.Line}
 		if it.Err != nil {

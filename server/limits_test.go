@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/govledger/govledger/server"
 )
 
@@ -192,4 +194,57 @@ func decodeInto(t testing.TB, b []byte, v any) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\r\n")
 	return line
+}
+
+// TestMetricsFromStart: the series operators alert on with increase()
+// exist at 0 before their first event, route labels are the documented
+// route templates, and each cap that refuses a request is counted under
+// its name in govledger_limit_hits_total.
+func TestMetricsFromStart(t *testing.T) {
+	h := start(t, func(c *server.Config) { c.Rate, c.Burst = rate.Every(time.Hour), 2 })
+	text := string(h.do(req{method: "GET", path: "/metrics"}).body)
+	want := []string{
+		`govledger_storage_errors_total{kind="internal"} 0`,
+		`govledger_storage_errors_total{kind="outcome_unknown"} 0`,
+		`govledger_storage_errors_total{kind="unavailable"} 0`,
+		`govledger_auth_failures_total{reason="invalid"} 0`,
+		`govledger_http_panics_total 0`,
+		`govledger_overloaded_total{route="POST /v1/handoffs"} 0`,
+		`govledger_overloaded_total{route="POST /v1/blocks/{agent}:unblock"} 0`,
+		`govledger_rate_limited_total{route="POST /v1/entries/{seq}:redact"} 0`,
+		`govledger_rate_limited_total{route="GET /v1/export"} 0`,
+	}
+	for _, l := range server.KnownLimits {
+		want = append(want, `govledger_limit_hits_total{limit="`+l+`"} 0`)
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w+"\n") {
+			t.Errorf("metrics at start-up lack %s", w)
+		}
+	}
+	if strings.Contains(text, "{rest}") {
+		t.Errorf("a route label is a mux pattern, not a documented route:\n%s", text)
+	}
+	// Two requests of one principal pass its rate limit of 2, the third is
+	// refused and counted; the unblock is labelled by
+	// its documented route.
+	h.do(req{method: "POST", path: "/v1/blocks/agent-a:unblock", as: pOperator, body: `{"reason":"x"}`, ctype: "application/json"})
+	h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: docFault("overloaded")})
+	h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: strings.Repeat("x", 65<<10)})
+	if r := h.do(req{method: "POST", path: "/v1/handoffs", as: pAll, body: docAB}); r.status != http.StatusTooManyRequests {
+		t.Fatalf("third request: %d, want 429", r.status)
+	}
+	text = string(h.do(req{method: "GET", path: "/metrics"}).body)
+	for _, w := range []string{
+		`govledger_http_requests_total{route="POST /v1/blocks/{agent}:unblock",status="404"} 1`,
+		`govledger_limit_hits_total{limit="commit_queue"} 1`,
+		`govledger_limit_hits_total{limit="max_body"} 1`,
+		`govledger_limit_hits_total{limit="rate"} 1`,
+		`govledger_limit_hits_total{limit="in_flight_writes"} 0`,
+		`govledger_rate_limited_total{route="POST /v1/handoffs"} 1`,
+	} {
+		if !strings.Contains(text, w+"\n") {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
 }

@@ -25,9 +25,37 @@ type Metrics struct {
 	overloaded  *prometheus.CounterVec   // route
 	storageErrs *prometheus.CounterVec   // kind
 	panics      prometheus.Counter
+	limitHits   *prometheus.CounterVec // limit
 	streams     prometheus.Gauge
 	inFlight    prometheus.Gauge
 }
+
+// Names of the caps counted by govledger_limit_hits_total{limit=...}. A
+// new cap gets a name here, is listed in KnownLimits (so its series exists
+// at 0 from start-up) and calls Metrics.LimitHit when it refuses something.
+const (
+	LimitRate           = "rate"             // the per-principal request rate (429)
+	LimitInFlightWrites = "in_flight_writes" // writes handled at once (503)
+	LimitInFlightReads  = "in_flight_reads"  // reads handled at once (503)
+	LimitStreams        = "streams"          // open event streams and exports (503)
+	LimitCommitQueue    = "commit_queue"     // handoffs waiting for a commit (503)
+	LimitBody           = "max_body"         // bytes of one request body (413)
+	LimitBatchBody      = "max_batch_body"   // bytes of a batch body (413)
+	LimitBatchItems     = "max_batch_items"  // documents in one batch (413)
+)
+
+// KnownLimits are the limit names whose govledger_limit_hits_total series
+// NewMetrics creates at 0.
+var KnownLimits = []string{LimitRate, LimitInFlightWrites, LimitInFlightReads, LimitStreams, LimitCommitQueue,
+	LimitBody, LimitBatchBody, LimitBatchItems}
+
+// Label values created at 0 by NewMetrics, so that an alert on
+// increase(...) fires on the first event (a series that appears with its
+// first event has no earlier sample to increase from).
+var (
+	storageErrKinds = []string{"outcome_unknown", "unavailable", "internal"}
+	authFailReasons = []string{"missing", "malformed", "invalid", "expired", "certificate", "session", "scope", "source", "ui"}
+)
 
 // NewMetrics creates the metrics and registers them with reg (a new
 // registry when reg is nil). GET /metrics serves reg when it is also a
@@ -62,6 +90,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Requests refused with 503 because the commit queue, the in-flight cap or the stream cap was full."}, []string{"route"})
 	m.storageErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_storage_errors_total",
 		Help: "Backend failures answered 5xx: outcome_unknown, unavailable, internal."}, []string{"kind"})
+	m.limitHits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_limit_hits_total",
+		Help: "Requests refused because a cap was reached, by the cap's name (see KnownLimits)."}, []string{"limit"})
 	m.panics = prometheus.NewCounter(prometheus.CounterOpts{Name: "govledger_http_panics_total",
 		Help: "Handler panics recovered (answered 500)."})
 	m.streams = prometheus.NewGauge(prometheus.GaugeOpts{Name: "govledger_http_streams",
@@ -69,12 +99,43 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "govledger_http_in_flight",
 		Help: "Requests being handled (streams excluded)."})
 	for _, c := range []prometheus.Collector{m.appends, m.reasons, m.commitBatch, m.fsync, m.requests, m.duration,
-		m.authFail, m.rateLimited, m.overloaded, m.storageErrs, m.panics, m.streams, m.inFlight} {
+		m.authFail, m.rateLimited, m.overloaded, m.storageErrs, m.limitHits, m.panics, m.streams, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
+	for _, k := range storageErrKinds {
+		m.storageErrs.WithLabelValues(k)
+	}
+	for _, r := range authFailReasons {
+		m.authFail.WithLabelValues(r)
+	}
+	for _, l := range KnownLimits {
+		m.limitHits.WithLabelValues(l)
+	}
 	return m, nil
+}
+
+// LimitHit counts one request refused because the cap named limit was
+// reached (govledger_limit_hits_total{limit=...}). Use the Limit*
+// constants; a name not in KnownLimits gets its series on its first hit.
+func (m *Metrics) LimitHit(limit string) {
+	if m == nil {
+		return
+	}
+	m.limitHits.WithLabelValues(limit).Inc()
+}
+
+// initRoutes creates the per-route alerting series at 0 for every route
+// pattern: 429s and 503s can then be alerted on from the first one.
+func (m *Metrics) initRoutes(routes []*route) {
+	for _, rt := range routes {
+		if len(rt.scopes) == 0 {
+			continue // public routes are neither rate limited nor capped
+		}
+		m.rateLimited.WithLabelValues(rt.label())
+		m.overloaded.WithLabelValues(rt.label())
+	}
 }
 
 // ObserveAppend counts one appended handoff entry with its decision and

@@ -50,6 +50,10 @@ type Config struct {
 	// Logger receives one JSON line per request and the server's errors;
 	// nil discards them.
 	Logger *slog.Logger
+	// ClientIdentity is the rule naming a client certificate's principal:
+	// IdentityCN (the default, ""), IdentityURI or IdentityDNS; see
+	// CertificateIdentity.
+	ClientIdentity string
 	// Metrics are exposed on /metrics; nil creates them on a new registry.
 	Metrics *Metrics
 	// QueueDepth, when set, is exported as govledger_commit_queue_depth.
@@ -195,6 +199,8 @@ func (c *Config) valid() error {
 		return errors.New("server: Config.Backend is required")
 	case c.Tokens == nil:
 		return errors.New("server: Config.Tokens is required")
+	case c.ClientIdentity != "" && !slices.Contains(IdentityRules, c.ClientIdentity):
+		return fmt.Errorf("server: ClientIdentity %q: want %s", c.ClientIdentity, strings.Join(IdentityRules, ", "))
 	case c.MaxBody < 0 || c.MaxBatchBody < 0 || c.MaxBatchItems < 0 || c.MaxInFlight < 0 || c.MaxStreams < 0 || c.Burst < 0 || c.Rate < 0 ||
 		c.MaxInFlightPerPrincipal < 0 || c.MaxStreamsPerPrincipal < 0 || c.MaxPublic < 0 || c.MaxConns < 0 || c.MaxIdleConns < 0:
 		return errors.New("server: negative limit in Config")
@@ -300,6 +306,7 @@ func New(cfg Config) (*Server, error) {
 	for _, rt := range s.tileRoutes() {
 		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
 	}
+	s.metrics.initRoutes(s.routes)
 	if cfg.UI != nil {
 		s.mux.Handle("/ui/", s.mountUI(cfg.UI))
 		s.mux.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
@@ -468,8 +475,8 @@ func (s *Server) beginShutdown() {
 
 // TLSConfig returns a TLS configuration serving cert. With clientCAs, the
 // server asks for a client certificate and verifies one when given
-// (mutual TLS: its subject common name names the principal, through the
-// tokens file's mtls_subject); clients without one may still use bearer
+// (mutual TLS: the name Config.ClientIdentity picks names the principal,
+// through the tokens file's mtls_subject; see CertificateIdentity); clients without one may still use bearer
 // tokens. now is the clock certificates are verified against (time.Now if
 // nil).
 func TLSConfig(cert tls.Certificate, clientCAs *x509.CertPool, now func() time.Time) *tls.Config {
@@ -501,7 +508,7 @@ func (s *Server) Reload(ctx context.Context, operator string) ([]EntryView, erro
 // that handles it.
 type reqInfo struct {
 	id        string
-	route     string // the mux pattern; "" when the mux answered itself
+	route     string // the route label (method and documented path); "" when the mux answered itself
 	write     bool
 	principal string
 	err       error // the error answered, for the log
@@ -650,7 +657,9 @@ type route struct {
 	h      func(w http.ResponseWriter, r *http.Request, p *Principal) error
 }
 
-func (rt *route) pattern() string { return rt.method + " " + rt.path }
+// label is the route's name in logs and metrics: the method and the
+// documented path template ("POST /v1/blocks/{agent}:unblock").
+func (rt *route) label() string { return rt.method + " " + rt.docPath() }
 
 func (rt *route) docPath() string {
 	if rt.doc != "" {
@@ -663,7 +672,7 @@ func (rt *route) docPath() string {
 func (s *Server) wrap(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
-		info.route, info.write = rt.pattern(), rt.write
+		info.route, info.write = rt.label(), rt.write
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		// refuse answers err before the body is read: the connection then
@@ -814,8 +823,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Principa
 		return fail("malformed", true, fmt.Errorf("%w: more than one Authorization header", ErrUnauthenticated))
 	}
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
-		p, err := s.cfg.Tokens.Certificate(cn)
+		id, err := CertificateIdentity(r.TLS.VerifiedChains[0][0], s.cfg.ClientIdentity)
+		if err != nil {
+			return fail("certificate", false, err)
+		}
+		p, err := s.cfg.Tokens.Certificate(id)
 		if err != nil {
 			reason := "certificate"
 			if errors.Is(err, ErrExpired) {
@@ -871,6 +883,7 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 	if sw := unwrapStatus(w); sw != nil && sw.status != 0 {
 		panic(http.ErrAbortHandler)
 	}
+	s.countLimit(info, err)
 	var p *Problem
 	var rl *rateLimitError
 	var le *limitError
@@ -917,6 +930,47 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 	}
 	p.Instance, p.RequestID = r.URL.Path, info.id
 	writeProblem(w, p)
+}
+
+// capError is a refusal because the cap named limit (a Limit* name) was
+// reached; answerError counts it in govledger_limit_hits_total. (The fair
+// shares' slots refuse with a *limitError, counted where they refuse.)
+type capError struct {
+	limit string
+	err   error
+}
+
+func (e *capError) Error() string { return e.err.Error() }
+func (e *capError) Unwrap() error { return e.err }
+
+// hitLimit marks err as a refusal by the cap named limit.
+func hitLimit(limit string, err error) error { return &capError{limit: limit, err: err} }
+
+// countLimit counts err in govledger_limit_hits_total when a cap refused
+// the request: a capError names its cap; a 429 is the rate limit, a body
+// over its size the body cap of its route, and an ErrOverloaded from the
+// backend its commit queue. A slot's *limitError was counted by admit.
+func (s *Server) countLimit(info *reqInfo, err error) {
+	var ce *capError
+	var le *limitError
+	var rl *rateLimitError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &le):
+		// counted by admit, by its slot's name
+	case errors.As(err, &ce):
+		s.metrics.LimitHit(ce.limit)
+	case errors.As(err, &rl):
+		s.metrics.LimitHit(LimitRate)
+	case errors.As(err, &mbe):
+		if strings.HasSuffix(info.route, ":batch") {
+			s.metrics.LimitHit(LimitBatchBody)
+		} else {
+			s.metrics.LimitHit(LimitBody)
+		}
+	case errors.Is(err, ErrOverloaded):
+		s.metrics.LimitHit(LimitCommitQueue)
+	}
 }
 
 // unwrapStatus finds the statusWriter under w, if any.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -8,11 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/govledger/govledger/internal/atomicfile"
+	"github.com/govledger/govledger/internal/fileperm"
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/manifest"
 )
@@ -93,6 +97,12 @@ const (
 
 // ErrTokensFile is wrapped by every error about the tokens file's content.
 var ErrTokensFile = errors.New("invalid tokens file")
+
+// ErrFilePermissions is wrapped by the errors of ReadTokensFile and
+// EditTokensFile for a tokens file (or its lock file) that group or others
+// may read or write, or whose folder they may write: another local user
+// could then read the hashes or add an operator token.
+var ErrFilePermissions = fileperm.ErrTooOpen
 
 // TokensFile is the content of a tokens file (govledger-tokens.json):
 //
@@ -357,13 +367,25 @@ func (f *TokensFile) Remove(name string) bool {
 }
 
 // ReadTokensFile reads and parses the tokens file at path. A missing file
-// gives an error wrapping fs.ErrNotExist.
+// gives an error wrapping fs.ErrNotExist; a file that group or others may
+// read or write, or in a folder they may write, one wrapping
+// ErrFilePermissions (the mode is taken from the open file).
 func ReadTokensFile(path string) (*TokensFile, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := fileperm.Private(path, fi); err != nil {
+		return nil, err
+	}
+	if err := fileperm.Dir(path); err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(fh, MaxTokensFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -379,6 +401,63 @@ func WriteTokensFile(path string, f *TokensFile) error {
 		return err
 	}
 	return atomicfile.WriteBytes(path, data, 0o600)
+}
+
+// EditTokensFile changes the tokens file at path under an exclusive lock,
+// so that concurrent edits (token create and revoke run at once) each see
+// the others' result and none is lost: it locks path+".lock" (flock,
+// created 0600), reads the file (a missing one is empty when create is
+// set, else the error wraps fs.ErrNotExist), calls edit, and when edit
+// returns nil writes the result with WriteTokensFile (temporary file,
+// fsync, rename, folder fsync). It waits for the lock until ctx is done.
+func EditTokensFile(ctx context.Context, path string, create bool, edit func(*TokensFile) error) error {
+	if err := fileperm.Dir(path); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if fi, err := lock.Stat(); err != nil {
+		return err
+	} else if err := fileperm.Private(path+".lock", fi); err != nil {
+		return err
+	}
+	if err := flock(ctx, lock); err != nil {
+		return fmt.Errorf("%s: locking: %w", path+".lock", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	f, err := ReadTokensFile(path)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		f, err = &TokensFile{Version: TokensVersion, Tokens: []TokenEntry{}}, nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := edit(f); err != nil {
+		return err
+	}
+	return WriteTokensFile(path, f)
+}
+
+// flock takes an exclusive lock on f, trying again until ctx is done.
+func flock(ctx context.Context, f *os.File) error {
+	wait := time.Millisecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
 }
 
 // TokenStore authenticates against a tokens file. It is safe for

@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/internal/strictjson"
 )
 
 // runAs runs the binary with GOVLEDGER_TOKEN set to principal's token
@@ -387,5 +391,112 @@ func TestHeldByServer(t *testing.T) {
 	}
 	if _, errOut, code := e.runAs("", "log"); code != 0 {
 		t.Fatalf("log after the server was killed: exit %d %s", code, errOut)
+	}
+}
+
+// TestVerifyServerState: verify --server --state remembers the newest
+// checkpoint it verified. A server that then shows an older checkpoint
+// with its export cut to it is a rollback, one whose export disagrees with
+// the remembered checkpoint (a forged tail past the checkpoint it shows)
+// a fork: both exit 1 and say which. Entries past the checkpoint are
+// reported as unverified, never counted as verified.
+func TestVerifyServerState(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	keyFile := filepath.Join(e.dir, "ledger.key")
+	if out, code := e.cli("--origin", "example.com/clients", "keygen", "--out", strings.TrimSuffix(keyFile, ".key"), "example.com/clients"); code != 0 {
+		t.Fatalf("keygen: %d %s", code, out)
+	}
+	pub := strings.TrimSuffix(keyFile, ".key") + ".pub"
+	s := e.start("--key", keyFile, "--origin", "example.com/clients")
+	get := func(path string) string {
+		req, _ := http.NewRequest("GET", s.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+e.tok["auditor"])
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	if _, errOut, code := e.runAs("writer", append([]string{"record", "--server", s.url}, recordArgs(e, recordBatches[0][:2])...)...); code > 1 {
+		t.Fatalf("record: exit %d %s", code, errOut)
+	}
+	oldCP, oldExport := get("/v1/checkpoint"), get("/v1/export")
+	oldLines := strings.Count(oldExport, "\n")
+	state := filepath.Join(e.dir, "state")
+	verify := func(url string, args ...string) (string, int) {
+		out, errOut, code := e.runAs("auditor", append([]string{"verify", "--server", url, "--key", pub}, args...)...)
+		return out + errOut, code
+	}
+	if out, code := verify(s.url, "--state", state); code != 0 || !strings.Contains(out, fmt.Sprintf("entries 1 to %d verified", oldLines)) {
+		t.Fatalf("first verify: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := e.runAs("writer", append([]string{"record", "--server", s.url}, recordArgs(e, recordBatches[0][2:3])...)...); code > 1 {
+		t.Fatalf("record: exit %d %s", code, errOut)
+	}
+	newExport := get("/v1/export")
+	newLines := strings.Count(newExport, "\n")
+	if out, code := verify(s.url, "--state", state); code != 0 || !strings.Contains(out, fmt.Sprintf("entries 1 to %d verified", newLines)) {
+		t.Fatalf("second verify: exit %d\n%s", code, out)
+	}
+	// A proxy that shows the old checkpoint and an export of its choice.
+	target, _ := url.Parse(s.url)
+	lie := func(cp, export string) string {
+		p := httputil.NewSingleHostReverseProxy(target)
+		p.ModifyResponse = func(r *http.Response) error {
+			var body string
+			switch r.Request.URL.Path {
+			case "/v1/checkpoint":
+				body = cp
+			case "/v1/export":
+				body = export
+			default:
+				return nil
+			}
+			r.Body.Close()
+			r.Body = io.NopCloser(strings.NewReader(body))
+			r.ContentLength = int64(len(body))
+			r.Header.Del("Content-Length")
+			return nil
+		}
+		srv := httptest.NewServer(p)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	newL := strings.SplitAfter(newExport, "\n")
+	// The forged entry carries its own recomputed hash, so that only the
+	// checkpoint remembered in --state can tell it from the real one.
+	forgedLine := strings.Replace(newL[oldLines], `"submitter":"writer"`, `"submitter":"wrider"`, 1)
+	var line struct {
+		Entry jsontext.Value `json:"entry"`
+		Hash  string         `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(forgedLine), &line, json.RejectUnknownMembers(false)); err != nil {
+		t.Fatal(err)
+	}
+	canon, err := strictjson.CanonicalizeBytes(line.Entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgedLine = strings.Replace(forgedLine, line.Hash, entry.LeafHash(canon).String(), 1)
+	forged := strings.Join(newL[:oldLines], "") + forgedLine + strings.Join(newL[oldLines+1:], "")
+	for _, c := range []struct {
+		what   string
+		url    string
+		args   []string
+		code   int
+		want   string
+		reject string
+	}{
+		{"the old checkpoint, the export cut to it, with --state", lie(oldCP, oldExport), []string{"--state", state}, 1, "older than the last seen checkpoint", "OK"},
+		{"the old checkpoint, a forged tail, with --state", lie(oldCP, forged), []string{"--state", state}, 1, "fork", "OK"},
+		{"the old checkpoint, an honest tail, no --state", lie(oldCP, newExport), nil, 0,
+			fmt.Sprintf("entries 1 to %d verified against a signed checkpoint; %d entries past it are UNVERIFIED", oldLines, newLines-oldLines), ""},
+	} {
+		out, code := verify(c.url, c.args...)
+		if code != c.code || !strings.Contains(out, c.want) || (c.reject != "" && strings.Contains(out, c.reject)) {
+			t.Errorf("%s: exit %d, want %d and %q in:\n%s", c.what, code, c.code, c.want, out)
+		}
 	}
 }

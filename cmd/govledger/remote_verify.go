@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/mod/sumdb/note"
@@ -28,7 +27,7 @@ import (
 // entries' bytes, must be the checkpoint's root. A server that edits,
 // drops or reorders an entry fails one of the three.
 func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
-	for _, f := range []string{"export", "checkpoint", "state"} {
+	for _, f := range []string{"export", "checkpoint"} {
 		if c.String(f) != "" {
 			return usageErr("verify: --%s does not apply with --server (the server's export is checked against its checkpoint and --key)", f)
 		}
@@ -60,13 +59,14 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	body, err := cl.Export(ctx, 0)
-	if err != nil {
+	_, err = boundedCopy(ctx, f, c.Int64("max-download"), c.Duration("idle-timeout"), func(ctx context.Context) (io.ReadCloser, error) {
+		return cl.Export(ctx, 0)
+	})
+	var pe *client.ProblemError
+	switch {
+	case errors.As(err, &pe), errors.Is(err, client.ErrTransport):
 		return remoteErr(cl, err)
-	}
-	_, err = io.Copy(f, body)
-	body.Close()
-	if err != nil {
+	case err != nil:
 		return remoteErr(cl, fmt.Errorf("%w: export cut short: %w", client.ErrTransport, err))
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -80,24 +80,29 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	res.Findings = append(res.Findings, rep.Findings...)
 
 	if cp != nil {
-		res.Anchor = &checkpoint.AnchorReport{Origin: cp.Origin, CheckpointSize: cp.Size,
-			CheckpointRoot: base64.StdEncoding.EncodeToString(cp.Hash[:]), Signers: cp.Signers}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return internalErr(err)
 		}
-		n, root, err := exportRoot(ctx, f, cp.Size)
-		res.Anchor.LedgerSize = n
-		switch {
-		case err != nil:
+		tr, err := exportTree(ctx, f, cp.Origin)
+		if err != nil {
 			anchorErr = err
-		case n < cp.Size:
-			anchorErr = &checkpoint.AnchorError{Kind: checkpoint.KindTruncated, Size: cp.Size,
-				Want: strconv.FormatUint(cp.Size, 10), Got: strconv.FormatUint(n, 10)}
-		case root != cp.Hash:
-			anchorErr = &checkpoint.AnchorError{Kind: checkpoint.KindRewritten, Size: cp.Size,
-				Want: base64.StdEncoding.EncodeToString(cp.Hash[:]), Got: base64.StdEncoding.EncodeToString(root[:])}
-		default:
-			res.Anchor.Consistent = true
+			res.Anchor = &checkpoint.AnchorReport{Origin: cp.Origin, CheckpointSize: cp.Size,
+				CheckpointRoot: base64.StdEncoding.EncodeToString(cp.Hash[:]), Signers: cp.Signers}
+		} else {
+			// The export against the checkpoint and, with --state, against
+			// the newest checkpoint verified before: a smaller checkpoint
+			// with an export cut to it is a rollback, an export whose
+			// entries disagree with it a fork.
+			res.Anchor, anchorErr = checkpoint.VerifyAnchorContext(ctx, tr, cpText, key, c.String("state"))
+			if errors.Is(anchorErr, checkpoint.ErrKeyFormat) {
+				return inputErr(fmt.Errorf("verify: --key: %w", anchorErr))
+			}
+			if anchorErr == nil && res.Anchor != nil {
+				res.VerifiedThrough = max(res.Anchor.CheckpointSize, res.Anchor.StateSize)
+				if n := uint64(len(tr.leaves)); n > res.VerifiedThrough {
+					res.Unverified = n - res.VerifiedThrough
+				}
+			}
 		}
 	}
 	ok := anchorErr == nil
@@ -139,27 +144,59 @@ func openCheckpoint(cpText []byte, key, origin string) (*checkpoint.Checkpoint, 
 	return cp, nil
 }
 
-// exportRoot reads an export and returns its number of entries and the
-// RFC 6962 root over the first size of them, computed from their bytes.
-func exportRoot(ctx context.Context, r io.Reader, size uint64) (uint64, tlog.Hash, error) {
-	var leaves []tlog.Hash
-	var n uint64
+// exportTree reads an export into a checkpoint.TreeReader over its
+// entries' leaf hashes (computed here from the entries' bytes).
+func exportTree(ctx context.Context, r io.Reader, origin string) (*memTree, error) {
+	t := &memTree{origin: origin}
 	err := verify.ExportSource(r).Entries(ctx, func(seq uint64, raw []byte) error {
-		n++
+		n := uint64(len(t.leaves)) + 1
 		if seq != n {
 			return fmt.Errorf("export line %d holds seq %d, want %d", n, seq, n)
 		}
-		if n <= size {
-			leaves = append(leaves, tlog.Hash(entry.LeafHash(raw)))
+		h := tlog.Hash(entry.LeafHash(raw))
+		hs, err := tlog.StoredHashesForRecordHash(int64(n-1), h, t)
+		if err != nil {
+			return err
 		}
+		t.leaves = append(t.leaves, h)
+		t.stored = append(t.stored, hs...)
 		return nil
 	})
-	if err != nil {
-		return n, tlog.Hash{}, err
+	return t, err
+}
+
+// memTree is a Merkle tree held in memory: the tlog stored hashes of an
+// export's leaves.
+type memTree struct {
+	origin string
+	leaves []tlog.Hash
+	stored []tlog.Hash
+}
+
+func (t *memTree) ReadHashes(idx []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(idx))
+	for i, x := range idx {
+		if x < 0 || x >= int64(len(t.stored)) {
+			return nil, fmt.Errorf("tree hash %d not stored", x)
+		}
+		out[i] = t.stored[x]
 	}
-	if n < size {
-		return n, tlog.Hash{}, nil
+	return out, nil
+}
+
+func (t *memTree) Origin() string            { return t.origin }
+func (t *memTree) TreeSize() (uint64, error) { return uint64(len(t.leaves)), nil }
+
+func (t *memTree) TreeHash(size uint64) (tlog.Hash, error) {
+	if size > uint64(len(t.leaves)) {
+		return tlog.Hash{}, fmt.Errorf("tree size %d beyond the export's %d entries", size, len(t.leaves))
 	}
-	root, err := checkpoint.RootFromLeaves(ctx, size, func(i uint64) (tlog.Hash, error) { return leaves[i], nil })
-	return n, root, err
+	return tlog.TreeHash(int64(size), t)
+}
+
+func (t *memTree) ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error) {
+	if newSize > uint64(len(t.leaves)) || oldSize > newSize {
+		return nil, fmt.Errorf("consistency %d..%d beyond the export's %d entries", oldSize, newSize, len(t.leaves))
+	}
+	return tlog.ProveTree(int64(newSize), int64(oldSize), t)
 }

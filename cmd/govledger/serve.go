@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/govern"
+	"github.com/govledger/govledger/internal/fileperm"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
@@ -71,6 +73,7 @@ Examples:
 			&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with this certificate (PEM; with --tls-key)"},
 			&cli.StringFlag{Name: "tls-key", Usage: "private key of --tls-cert (PEM)"},
 			&cli.StringFlag{Name: "client-ca", Usage: "CA certificates (PEM) whose client certificates authenticate (mutual TLS; needs --tls-cert)"},
+			&cli.StringFlag{Name: "client-identity", Value: server.IdentityCN, Usage: "which name of a client certificate is its principal (the tokens file's mtls_subject): cn, uri or dns (the one subject CN, URI SAN or DNS SAN; clientAuth EKU required)"},
 			&cli.StringFlag{Name: "root", Value: ".", Usage: "folder that relative paths in documents resolve against (they may not leave it)"},
 			&cli.BoolFlag{Name: "strict", Usage: "treat format fallbacks (vbw/1 markdown) as errors"},
 			&cli.DurationFlag{Name: "max-age", Value: govern.DefaultMaxAge, Usage: "reject handoffs whose timestamp is older (STALE); 0 disables"},
@@ -148,6 +151,24 @@ func serveTLS(c *cli.Context) (*tls.Config, error) {
 	return server.TLSConfig(pair, pool, nil), nil
 }
 
+// checkServeFiles refuses a ledger file that group or others may read or
+// write, or whose folder (where the ledger, its .serve sidecar and the
+// copies of compaction live) they may write; the tokens file is checked
+// as it is read (server.ReadTokensFile) and the signer key by
+// checkpoint.LoadSigner.
+func checkServeFiles(db string) error {
+	if postgres.IsDSN(db) {
+		return nil
+	}
+	if err := fileperm.PrivatePath(db); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("serve: ledger %w", err)
+	}
+	if err := fileperm.Dir(db); err != nil {
+		return fmt.Errorf("serve: ledger %w", err)
+	}
+	return nil
+}
+
 func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	log := slog.New(slog.NewJSONHandler(g.stderr, nil))
 	params := policy.Params{Strict: c.Bool("strict"), MaxAge: int64(c.Duration("max-age")), MaxPayload: c.Int64("max-payload")}
@@ -166,6 +187,9 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		if errors.Is(err, os.ErrNotExist) {
 			return inputErr(fmt.Errorf("tokens file %s does not exist: run 'govledger token create' first", tokensFile))
 		}
+		return inputErr(err)
+	}
+	if err := checkServeFiles(g.db); err != nil {
 		return inputErr(err)
 	}
 	load := ledgerbackend.LoadFiles(g.manifest, g.lock)
@@ -235,6 +259,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		MaxStreamsPerPrincipal:  min(c.Int("max-streams-per-principal"), c.Int("max-streams")),
 		MinBodyRate:             minRate, MaxConns: maxConns, MaxIdleConns: maxIdle,
 		TokensFile: tokensFile, TokensPoll: poll,
+		ClientIdentity:    c.String("client-identity"),
 		ReadHeaderTimeout: c.Duration("read-header-timeout"), ReadTimeout: c.Duration("read-timeout"),
 		WriteTimeout: c.Duration("write-timeout"), IdleTimeout: c.Duration("idle-timeout"),
 		ShutdownTimeout: c.Duration("shutdown-timeout"),

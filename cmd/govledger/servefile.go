@@ -43,7 +43,7 @@ func writeSidecar(db, url string) (func(), error) {
 		return nil, err
 	}
 	path := sidecarPath(db)
-	if err := atomicfile.Write(path, 0o644, func(f *os.File) error {
+	if err := atomicfile.Write(path, 0o600, func(f *os.File) error {
 		_, err := f.Write(append(b, '\n'))
 		return err
 	}); err != nil {

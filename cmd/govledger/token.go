@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -139,15 +140,13 @@ Examples:
 					return internalErr(err)
 				}
 			}
-			f, err := readTokens(path, true)
-			if err != nil {
+			if err := editTokens(c.Context, path, true, "token create", func(f *server.TokensFile) error {
+				if err := f.Add(e); err != nil {
+					return inputErr(fmt.Errorf("token create: %s: %w", path, err))
+				}
+				return nil
+			}); err != nil {
 				return err
-			}
-			if err := f.Add(e); err != nil {
-				return inputErr(fmt.Errorf("token create: %s: %w", path, err))
-			}
-			if err := server.WriteTokensFile(path, f); err != nil {
-				return internalErr(fmt.Errorf("token create: writing %s: %w", path, err))
 			}
 			res := tokenCreateResult{Schema: "govledger.token-create/v1", Name: name, Token: token, MTLSSubject: subject,
 				Scopes: scopes, Agents: agents, Expires: e.Expires, File: path}
@@ -175,6 +174,30 @@ func describeGrant(scopes []server.Scope, agents []string) string {
 		d += "; agents " + strings.Join(agents, ",")
 	}
 	return d
+}
+
+// editTokens applies edit to the tokens file under its lock
+// (server.EditTokensFile), so concurrent create and revoke lose nothing.
+// The errors edit returns are given back as they are; a missing,
+// unreadable, malformed or too open file is an input error, a failed write
+// an internal one.
+func editTokens(ctx context.Context, path string, create bool, op string, edit func(*server.TokensFile) error) error {
+	var editErr error
+	err := server.EditTokensFile(ctx, path, create, func(f *server.TokensFile) error {
+		editErr = edit(f)
+		return editErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case editErr != nil:
+		return editErr
+	case errors.Is(err, fs.ErrNotExist) && !create:
+		return inputErr(fmt.Errorf("tokens file %s does not exist: run 'govledger token create' first", path))
+	case errors.Is(err, server.ErrFilePermissions), errors.Is(err, server.ErrTokensFile):
+		return inputErr(fmt.Errorf("%s: %w", op, err))
+	}
+	return internalErr(fmt.Errorf("%s: writing %s: %w", op, path, err))
 }
 
 // readTokens reads the tokens file; a missing one is empty when create is
@@ -303,15 +326,13 @@ Examples:
 				return usageErr("token revoke: want exactly one NAME")
 			}
 			name, path := c.Args().First(), tokensPath(c, g, file)
-			f, err := readTokens(path, false)
-			if err != nil {
+			if err := editTokens(c.Context, path, false, "token revoke", func(f *server.TokensFile) error {
+				if !f.Remove(name) {
+					return inputErr(fmt.Errorf("token revoke: no principal %q in %s", name, path))
+				}
+				return nil
+			}); err != nil {
 				return err
-			}
-			if !f.Remove(name) {
-				return inputErr(fmt.Errorf("token revoke: no principal %q in %s", name, path))
-			}
-			if err := server.WriteTokensFile(path, f); err != nil {
-				return internalErr(fmt.Errorf("token revoke: writing %s: %w", path, err))
 			}
 			if g.output == "json" {
 				return writeJSON(g.stdout, tokenRevokeResult{Schema: "govledger.token-revoke/v1", Name: name, File: path})

@@ -25,6 +25,11 @@ type verifyResult struct {
 	Anchor    *checkpoint.AnchorReport `json:"anchor,omitzero"`
 	AnchorOK  *bool                    `json:"anchor_ok,omitzero"`
 	AnchorErr string                   `json:"anchor_error,omitzero"`
+	// verify --server: the entries a verified checkpoint covers (the
+	// server's, or a newer one kept in --state), and those past it, which
+	// nothing signed vouches for.
+	VerifiedThrough uint64 `json:"verified_through,omitzero"`
+	Unverified      uint64 `json:"unverified_entries,omitzero"`
 }
 
 func verifyCommand(g *globals) *cli.Command {
@@ -49,19 +54,27 @@ Examples:
   govledger --db audit.db --output json verify
   govledger verify --export audit.jsonl
   govledger verify --checkpoint cp/latest --key ledger.pub --state ~/.govledger-state
-  govledger verify --server http://127.0.0.1:8080 --key ledger.pub
+  govledger verify --server http://127.0.0.1:8080 --key ledger.pub --state ~/.govledger-state
 ` + remoteHelp + `
 verify --server fetches the server's signed checkpoint and its export and
 trusts neither: the checkpoint must be signed by --key, the export is replayed
 here as --export does, and the tree root over the checkpoint's entries,
 computed here, must be the checkpoint's. The token needs ledger:read and
-payload:read.`,
+payload:read. Only the entries a verified checkpoint covers are verified;
+entries past it are reported as unverified. With --state, the newest
+checkpoint verified is kept (written atomically after a successful verify)
+and the server must extend it: an older checkpoint with an export cut to it
+is a rollback, an export that disagrees with it a fork (exit 1, saying
+which). The download is cut after --idle-timeout without a byte, or beyond
+--max-download bytes.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "export", Usage: "verify a JSON Lines export instead of the database"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "signed checkpoint the ledger must extend"},
 			&cli.StringFlag{Name: "key", Usage: "verifier key (note format NAME+hash+key, or an OpenSSH ed25519 public key file) for --checkpoint"},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the newest checkpoint seen; refuses to go backwards"},
 			serverFlag(),
+			&cli.DurationFlag{Name: "idle-timeout", Value: defaultDownloadIdle, Usage: "with --server: cut the export download when the server sends nothing for this long"},
+			&cli.Int64Flag{Name: "max-download", Value: defaultDownloadMax, Usage: "with --server: cut the export download beyond this many bytes"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -187,6 +200,14 @@ func renderVerify(w io.Writer, r *verifyResult) {
 			fmt.Fprintf(w, "checkpoint: ledger of %d entries extends the signed checkpoint of size %d (origin %s)\n",
 				r.Anchor.LedgerSize, r.Anchor.CheckpointSize, r.Anchor.Origin)
 		}
+	}
+	if r.OK && r.VerifiedThrough > 0 {
+		fmt.Fprintf(w, "OK: %s: entries 1 to %d verified against a signed checkpoint", r.Source, r.VerifiedThrough)
+		if r.Unverified > 0 {
+			fmt.Fprintf(w, "; %d entries past it are UNVERIFIED (no signed checkpoint covers them yet)", r.Unverified)
+		}
+		fmt.Fprintln(w)
+		return
 	}
 	if r.OK {
 		fmt.Fprintf(w, "OK: %s: %s verified, head %s\n", r.Source, count(r.Entries, "entry"), r.Head)
