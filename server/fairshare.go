@@ -127,33 +127,21 @@ func (e *limitError) problem(retry time.Duration) *Problem {
 	return p
 }
 
-// limitHits counts the caps that were hit, by limit:
-// govledger_limit_hits_total{limit="streams_per_principal"}. (The metrics
-// of caps are unified in metrics.go when the branches merge.)
+// limitHits counts the caps of the fair shares that were hit, by limit, in
+// govledger_limit_hits_total (Metrics' one counter of caps):
+// govledger_limit_hits_total{limit="streams_per_principal"}.
 type limitHits struct{ c *prometheus.CounterVec }
 
-// limitLabels are the limit label values, present from start-up at 0.
+// limitLabels are the fair shares' limit label values, present from
+// start-up at 0 beside KnownLimits.
 var limitLabels = []string{"reads", "reads_per_principal", "writes", "writes_per_principal", "streams",
 	"streams_per_principal", "public", "body_rate", "connections", "idle_connections"}
 
-func newLimitHits(reg prometheus.Registerer) (*limitHits, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_limit_hits_total",
-		Help: "Requests and connections refused or cut because a cap was full, by cap."}, []string{"limit"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		existing, ok := are.ExistingCollector.(*prometheus.CounterVec)
-		if !ok {
-			return nil, err
-		}
-		c = existing
-	}
+func newLimitHits(c *prometheus.CounterVec) *limitHits {
 	for _, l := range limitLabels {
 		c.WithLabelValues(l)
 	}
-	return &limitHits{c: c}, nil
+	return &limitHits{c: c}
 }
 
 // hit counts one refusal by the cap named limit.

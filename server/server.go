@@ -285,10 +285,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.metrics = m
 	}
-	var err error
-	if s.limits, err = newLimitHits(s.metrics.reg); err != nil {
-		return nil, fmt.Errorf("server: limit metrics: %w", err)
-	}
+	s.limits = newLimitHits(s.metrics.limitHits)
 	if cfg.QueueDepth != nil {
 		if err := s.metrics.registerQueueDepth(cfg.QueueDepth); err != nil {
 			return nil, fmt.Errorf("server: queue depth gauge: %w", err)
