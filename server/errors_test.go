@@ -40,6 +40,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"repeated parameter", req{method: "GET", path: "/v1/entries?agent=agent-a&agent=agent-b", as: pReader}, 400, server.CodeBadRequest, "", false, "2 times"},
 		{"bad time", req{method: "GET", path: "/v1/entries?since=yesterday", as: pReader}, 400, server.CodeBadRequest, "", false, "RFC 3339"},
 		{"bad decision", req{method: "GET", path: "/v1/entries?decision=maybe", as: pReader}, 422, server.CodeInvalidParameters, "", false, "accepted or rejected"},
+		{"unknown kind", req{method: "GET", path: "/v1/entries?kind=bogus", as: pReader}, 422, server.CodeInvalidParameters, "", false, "want one of handoff, snapshot"},
 		{"limit too big", req{method: "GET", path: "/v1/entries?limit=5000", as: pReader}, 422, server.CodeInvalidParameters, "", false, ""},
 		{"until before since", req{method: "GET", path: "/v1/entries?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", as: pReader}, 422, server.CodeInvalidParameters, "", false, ""},
 		{"proof beyond head", req{method: "GET", path: "/v1/entries/1/proof?tree_size=99", as: pReader}, 422, server.CodeInvalidParameters, "", false, "beyond the head"},

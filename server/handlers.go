@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/strictjson"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/reason"
@@ -59,6 +60,9 @@ func (s *Server) routeTable() []*route {
 		{method: "GET", path: "/v1/events", scopes: rd, stream: true, h: s.getEvents},
 		{method: "POST", path: "/v1/blocks/{rest}", doc: "/v1/blocks/{agent}:unblock", scopes: op, write: true, body: true, h: s.postUnblock},
 		{method: "POST", path: "/v1/entries/{rest}", doc: "/v1/entries/{seq}:redact", scopes: op, write: true, body: true, h: s.postRedact},
+		// The same, at a path generic routers and gateways do not read as
+		// GET /v1/entries/{seq} (they split at ':' no better than at '/').
+		{method: "POST", path: "/v1/entries/{seq}/redact", scopes: op, write: true, body: true, h: s.postRedact},
 		{method: "POST", path: "/v1/reload", scopes: op, write: true, body: true, h: s.postReload},
 		{method: "GET", path: "/openapi.json", h: s.getOpenAPI},
 		{method: "GET", path: "/livez", h: s.getLivez},
@@ -457,6 +461,9 @@ func parseTime(name, v string) (time.Time, error) {
 	return t, nil
 }
 
+// entryKinds are the entry kinds ?kind= may name.
+var entryKinds = []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation}
+
 func (s *Server) getEntries(w http.ResponseWriter, r *http.Request, _ *Principal) error {
 	q, err := query(r, "agent", "decision", "code", "format", "workflow", "handoff_id", "kind", "since", "until", "before", "limit")
 	if err != nil {
@@ -470,8 +477,9 @@ func (s *Server) getEntries(w http.ResponseWriter, r *http.Request, _ *Principal
 	if qu.Code != "" && strings.Trim(qu.Code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != "" {
 		return badRequest("code %q: want a reason code such as HASH_MISMATCH", qu.Code)
 	}
-	if qu.Kind != "" && strings.Trim(qu.Kind, "abcdefghijklmnopqrstuvwxyz_") != "" {
-		return badRequest("kind %q: want an entry kind such as handoff", qu.Kind)
+	if qu.Kind != "" && !slices.Contains(entryKinds, qu.Kind) {
+		// As decision: a well-formed query naming a value that does not exist.
+		return unprocessable("kind %q: want one of %s", qu.Kind, strings.Join(entryKinds, ", "))
 	}
 	if len(qu.Workflow) > maxWorkflowID {
 		return badRequest("workflow: longer than %d bytes", maxWorkflowID)
@@ -915,9 +923,12 @@ func (s *Server) postRedact(w http.ResponseWriter, r *http.Request, p *Principal
 	if _, err := query(r); err != nil {
 		return err
 	}
-	seqText, err := splitAction(r.PathValue("rest"), "redact")
-	if err != nil {
-		return err
+	seqText := r.PathValue("seq") // /v1/entries/{seq}/redact
+	if seqText == "" {
+		var err error
+		if seqText, err = splitAction(r.PathValue("rest"), "redact"); err != nil {
+			return err
+		}
 	}
 	seq, err := parseSeq("seq", seqText)
 	if err != nil {
@@ -946,6 +957,10 @@ func (s *Server) postReload(w http.ResponseWriter, r *http.Request, p *Principal
 	data, err := readBody(w, r, maxOperatorBody)
 	if err != nil {
 		return err
+	}
+	if len(data) > 0 && mediaType(r) != "application/json" {
+		// As the other operator routes: the body's type first (415).
+		return unsupportedMedia("Content-Type %q: want application/json ({} or no body)", r.Header.Get("Content-Type"))
 	}
 	if len(data) > 0 {
 		var empty struct{}

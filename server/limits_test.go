@@ -248,3 +248,16 @@ func TestMetricsFromStart(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenMetrics: /metrics answers the OpenMetrics format to a scraper
+// that asks for it, the Prometheus text format otherwise.
+func TestOpenMetrics(t *testing.T) {
+	h := start(t, nil)
+	r := h.do(req{method: "GET", path: "/metrics", headers: map[string]string{"Accept": "application/openmetrics-text; version=1.0.0"}})
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.HasSuffix(string(r.body), "# EOF\n") {
+		t.Errorf("/metrics asked for OpenMetrics: %q, ending %q", ct, string(r.body[max(0, len(r.body)-20):]))
+	}
+	if ct := h.do(req{method: "GET", path: "/metrics"}).header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("/metrics by default: %q, want the Prometheus text format", ct)
+	}
+}

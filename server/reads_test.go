@@ -248,6 +248,10 @@ func TestOperator(t *testing.T) {
 			t.Fatalf("reload with %q: %d %s", body, r.status, r.body)
 		}
 	}
+	// A body that is not JSON is the other operator routes' 415, not 400.
+	if r := h.do(req{method: "POST", path: "/v1/reload", as: pOperator, body: "reload please", ctype: "text/plain"}); r.status != 415 {
+		t.Errorf("reload with a text/plain body: %d %s, want 415", r.status, r.body)
+	}
 	if r := h.do(req{method: "POST", path: "/v1/reload", as: pOperator, body: `{"force":true}`, ctype: "application/json"}); r.status != 400 {
 		t.Fatalf("reload with a parameter: %d", r.status)
 	}

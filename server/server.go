@@ -292,7 +292,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if s.metrics.gatherer != nil {
-		s.metricsHandler = promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{})
+		s.metricsHandler = promhttp.HandlerFor(s.metrics.gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true}) // OpenMetrics when the scraper asks (Accept)
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.mux = http.NewServeMux()

@@ -109,6 +109,7 @@ func samples() map[string]routeSample {
 		"GET /v1/events":                  {"/v1/events", "", "", 0, rd}, // a stream: TestEvents
 		"POST /v1/blocks/{agent}:unblock": {"/v1/blocks/agent-c:unblock", `{"reason":"x"}`, "application/json", 404, op},
 		"POST /v1/entries/{seq}:redact":   {"/v1/entries/1:redact", `{"reason":"pii"}`, "application/json", 201, op},
+		"POST /v1/entries/{seq}/redact":   {"/v1/entries/2/redact", `{"reason":"pii"}`, "application/json", 201, op},
 		"POST /v1/reload":                 {"/v1/reload", "", "", 200, op},
 		"GET /openapi.json":               {"/openapi.json", "", "", 200, nil},
 		"GET /livez":                      {"/livez", "", "", 200, nil},
