@@ -25,8 +25,8 @@ func (g *gated) Append(ctx context.Context, b *ledger.Batch) error {
 	case g.entered <- struct{}{}:
 	default:
 	}
-	g.gate.Lock()
-	g.gate.Unlock()
+	g.gate.Lock() // held by the test until both requests are queued
+	defer g.gate.Unlock()
 	return g.Driver.Append(ctx, b)
 }
 
