@@ -93,7 +93,7 @@ func p99(ds []time.Duration) time.Duration {
 // p99 under attack is reported beside the quiet p99.
 func TestServeFairShares(t *testing.T) {
 	if testing.Short() {
-		t.Skip("abuse harness: several thousand connections")
+		t.Skip("-short: the abuse harness opens several thousand connections")
 	}
 	e := newServeEnv(t, "registry")
 	s := e.start("--max-streams", "32", "--max-streams-per-principal", "4", "--max-in-flight", "64",

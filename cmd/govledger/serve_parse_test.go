@@ -63,10 +63,10 @@ func vmHWM(t *testing.T, pid int) int64 {
 // that writes nothing, and the server's peak RSS stays under 512 MiB.
 func TestServeParseMemory(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc/PID/status")
+		t.Skip("the peak RSS is read from /proc/PID/status, which only Linux has (CI runs on Linux)")
 	}
 	if testing.Short() {
-		t.Skip("sends 60 MiB of hostile bodies")
+		t.Skip("-short: sends 60 MiB of hostile bodies")
 	}
 	e := newServeEnv(t, "registry")
 	s := e.start()

@@ -10,7 +10,7 @@ import (
 // release, and go test ./...) has no switch on, and none can be.
 func TestOffWithoutTag(t *testing.T) {
 	if fault.Enabled {
-		t.Skip("built with -tags govledger_faults")
+		t.Skip("built with -tags govledger_faults, where the switches are meant to be on (CI tests them in TestPowerCutCatchesFaults)")
 	}
 	for _, name := range fault.Names {
 		if fault.On(name) {

@@ -125,7 +125,7 @@ func FuzzWritableOpen(f *testing.F) {
 		}
 		if int(craft) < len(bolttest.Crafts) {
 			if err := bolttest.Crafts[craft].Apply(p); err != nil {
-				t.Skip(err)
+				t.Skip("this craft does not apply to the fuzzed file: nothing to check, not a CI failure: ", err)
 			}
 		}
 		if len(patches) >= 5 {
