@@ -953,6 +953,11 @@ func (s *Server) getReadyz(w http.ResponseWriter, r *http.Request, _ *Principal)
 	if err := s.cfg.Backend.Ready(ctx); err != nil {
 		return &httpError{status: http.StatusServiceUnavailable, code: CodeUnavailable, detail: "not ready", err: err}
 	}
+	if f := s.cfg.Degraded; f != nil {
+		if err := f(); err != nil {
+			return &httpError{status: http.StatusServiceUnavailable, code: CodeUnavailable, detail: "degraded: " + err.Error(), err: err}
+		}
+	}
 	return writeJSON(w, http.StatusOK, statusAnswer{Status: "ready"})
 }
 

@@ -1,97 +1,25 @@
 package witness_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/mod/sumdb/note"
-	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/witness"
+	"github.com/govledger/govledger/witness/witnesstest"
 )
-
-// testWitness is a tlog-witness written from the spec for the test: it
-// knows one log key, keeps the last cosigned checkpoint, answers 409 with
-// its size when the request's old size is not it, 422 when the proof does
-// not hold, and cosigns otherwise.
-type testWitness struct {
-	mu     sync.Mutex
-	logV   note.Verifier
-	cosign *checkpoint.Cosigner
-	size   uint64
-	root   tlog.Hash
-}
-
-func (w *testWitness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r.Method != http.MethodPost || r.URL.Path != "/add-checkpoint" {
-		http.Error(rw, "not found", 404)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	head, signed, ok := bytes.Cut(body, []byte("\n\n"))
-	if !ok {
-		http.Error(rw, "bad body", 400)
-		return
-	}
-	sc := bufio.NewScanner(bytes.NewReader(head))
-	sc.Scan()
-	old, err := strconv.ParseUint(strings.TrimPrefix(sc.Text(), "old "), 10, 64)
-	if err != nil {
-		http.Error(rw, "bad old", 400)
-		return
-	}
-	var proof tlog.TreeProof
-	for sc.Scan() {
-		h, _ := base64.StdEncoding.DecodeString(sc.Text())
-		proof = append(proof, tlog.Hash(h))
-	}
-	cp, err := checkpoint.Open(signed, note.VerifierList(w.logV), "")
-	if err != nil {
-		http.Error(rw, err.Error(), 403)
-		return
-	}
-	if old != w.size {
-		rw.Header().Set("Content-Type", "text/x.tlog.size")
-		rw.WriteHeader(409)
-		fmt.Fprintf(rw, "%d\n", w.size)
-		return
-	}
-	if old > 0 {
-		if old == cp.Size && cp.Hash != w.root || old < cp.Size && tlog.CheckTree(proof, int64(cp.Size), cp.Hash, int64(old), w.root) != nil {
-			http.Error(rw, "consistency proof does not verify", 422)
-			return
-		}
-	}
-	text, _ := cp.Text()
-	out, err := note.Sign(&note.Note{Text: string(text)}, w.cosign)
-	if err != nil {
-		http.Error(rw, err.Error(), 500)
-		return
-	}
-	w.size, w.root = cp.Size, cp.Hash
-	_, sigs, _ := bytes.Cut(out, []byte("\n\n"))
-	rw.Write(sigs)
-}
 
 func grow(t *testing.T, l *ledger.Ledger, n int, tag string) {
 	t.Helper()
@@ -114,12 +42,12 @@ func TestSubmit(t *testing.T) {
 	}
 	signer, _ := note.NewSigner(skey)
 	logV, _ := note.NewVerifier(vkey)
-	var ws []*testWitness
+	var ws []*witnesstest.Witness
 	policy := "log " + vkey + "\n"
 	for i := range 2 {
 		_, priv, _ := ed25519.GenerateKey(rand.Reader)
 		c, _ := checkpoint.NewCosigner(fmt.Sprintf("w%d.example", i), priv)
-		w := &testWitness{logV: logV, cosign: c}
+		w := witnesstest.New(logV, c)
 		srv := httptest.NewServer(w)
 		t.Cleanup(srv.Close)
 		ws = append(ws, w)
