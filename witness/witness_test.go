@@ -98,6 +98,11 @@ func TestSubmit(t *testing.T) {
 	if _, _, err := p.Open(cosigned, origin); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
+	for i, w := range ws {
+		if w.Size() != 30 {
+			t.Fatalf("witness %d at size %d, want 30", i, w.Size())
+		}
+	}
 	// A fork: the same origin and key, a rewritten tail at size 40. The
 	// witnesses, at 30, refuse it (422): ErrFork, no cosignature.
 	l2, err := bolt.Open(filepath.Join(t.TempDir(), "fork.db"), &bolt.Options{Origin: origin})
