@@ -28,8 +28,8 @@ type TilesConfig struct {
 	// PublicEntries serves entry bundles without authentication.
 	PublicEntries bool
 	// Checkpoint, when set and returning a checkpoint, is served at
-	// <prefix>/checkpoint instead of the backend's: the newest checkpoint
-	// witnesses cosigned (serve --witness-policy).
+	// <prefix>/checkpoint and /v1/checkpoint instead of the backend's: the
+	// newest checkpoint witnesses cosigned (serve --witness-policy).
 	Checkpoint func() []byte
 }
 
@@ -92,10 +92,7 @@ func (s *Server) tileRoutes() []*route {
 }
 
 func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	var b []byte
-	if f := s.cfg.Tiles.Checkpoint; f != nil {
-		b = f()
-	}
+	b := s.cosignedCheckpoint()
 	if b == nil {
 		var err error
 		if b, err = s.cfg.Backend.Checkpoint(r.Context()); err != nil {
@@ -108,6 +105,15 @@ func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Pr
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err
+}
+
+// cosignedCheckpoint returns the checkpoint of TilesConfig.Checkpoint,
+// or nil.
+func (s *Server) cosignedCheckpoint() []byte {
+	if s.cfg.Tiles == nil || s.cfg.Tiles.Checkpoint == nil {
+		return nil
+	}
+	return s.cfg.Tiles.Checkpoint()
 }
 
 func (s *Server) getTile(w http.ResponseWriter, r *http.Request, _ *Principal) error {

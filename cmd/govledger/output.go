@@ -73,6 +73,8 @@ var outputs = map[string][]string{
 	"checkpoint rotate": {outText, outJSON},
 	"prove":             {outText, outJSON},
 	"verify-proof":      {outText, outJSON},
+	"publish":           {outText, outJSON},
+	"monitor":           {outText, outJSON},
 	"redact":            {outText, outJSON},
 	"token":             {outText},
 	"token create":      {outText, outJSON},

@@ -88,6 +88,20 @@ func TestServeWitnessing(t *testing.T) {
 	if code, _ := get(s, "/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d", code)
 	}
+	// verify --server --policy: the server's checkpoint is the cosigned
+	// one, so the quorum holds; a policy needing a third witness refuses it.
+	// (This synthetic ledger's decisions do not replay, so verify exits 1
+	// for them; the checkpoint line is what is checked here.)
+	if out, errOut, _ := e.runAs("auditor", "verify", "--server", s.url, "--policy", policyFile); !strings.Contains(out, "checkpoint: ledger of 40 entries extends the signed checkpoint of size 40") {
+		t.Errorf("verify --server --policy: %s %s", out, errOut)
+	}
+	third := filepath.Join(e.dir, "policy3")
+	_, priv3, _ := ed25519.GenerateKey(rand.Reader)
+	c3, _ := checkpoint.NewCosigner("w3.example", priv3)
+	os.WriteFile(third, []byte(strings.Replace(policyText, "group both all w0 w1", "witness w3 "+c3.VerifierKey()+"\ngroup both all w0 w1 w3", 1)), 0o644)
+	if out, _, code := e.runAs("auditor", "verify", "--server", s.url, "--policy", third); code != exitFound || !strings.Contains(out, "quorum both not met") {
+		t.Errorf("verify --server with a 3-witness policy: exit %d: %s", code, out)
+	}
 	s.stop()
 
 	// The forked ledger: the witnesses, at 40, get size 50 whose first 40
