@@ -196,9 +196,9 @@ func ParseVerifier(data []byte, name string) (note.Verifier, string, error) {
 	if strings.HasPrefix(text, "PRIVATE+") {
 		return nil, "", fmt.Errorf("%w: this is a signer (private) key; give the verifier (.pub) key", ErrKeyFormat)
 	}
-	v, err := note.NewVerifier(text)
+	v, err := NewVerifier(text)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: want a note verifier key (name+hash+key) or an ssh-ed25519 public key: %v", ErrKeyFormat, err)
+		return nil, "", fmt.Errorf("%w: want a note verifier key (name+hash+key, type 0x01 or a 0x04 witness key) or an ssh-ed25519 public key: %v", ErrKeyFormat, err)
 	}
 	return v, text, nil
 }

@@ -39,6 +39,7 @@ const origin = "example.com/govledger-interop"
 type env struct {
 	dir, bin, db, manifest, lock, tokens, key string
 	verifier                                  note.Verifier
+	vkey                                      string // the verifier key's text
 	reader                                    string // bearer token with ledger:read
 	operator                                  string // bearer token with operator
 	size                                      uint64
@@ -97,6 +98,7 @@ func newEnv() (*env, error) {
 	if err := os.WriteFile(e.key, []byte(skey+"\n"), 0o600); err != nil {
 		return nil, err
 	}
+	e.vkey = vkey
 	if e.verifier, err = note.NewVerifier(vkey); err != nil {
 		return nil, err
 	}

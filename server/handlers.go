@@ -666,13 +666,16 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request, _ *Princi
 	if _, err := query(r); err != nil {
 		return err
 	}
-	b, err := s.cfg.Backend.Checkpoint(r.Context())
-	if err != nil {
-		return err
+	b := s.cosignedCheckpoint()
+	if b == nil {
+		var err error
+		if b, err = s.cfg.Backend.Checkpoint(r.Context()); err != nil {
+			return err
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(b)
+	_, err := w.Write(b)
 	return err
 }
 
@@ -1001,6 +1004,11 @@ func (s *Server) getReadyz(w http.ResponseWriter, r *http.Request, _ *Principal)
 	defer cancel()
 	if err := s.cfg.Backend.Ready(ctx); err != nil {
 		return &httpError{status: http.StatusServiceUnavailable, code: CodeUnavailable, detail: "not ready", err: err}
+	}
+	if f := s.cfg.Degraded; f != nil {
+		if err := f(); err != nil {
+			return &httpError{status: http.StatusServiceUnavailable, code: CodeUnavailable, detail: "degraded: " + err.Error(), err: err}
+		}
 	}
 	return writeJSON(w, http.StatusOK, statusAnswer{Status: "ready"})
 }

@@ -43,6 +43,9 @@ const (
 // and Tokens are required.
 type Config struct {
 	Backend Backend
+	// Degraded, when set and returning an error, makes /readyz answer
+	// 503 with it (e.g. a witness saw a fork of this log).
+	Degraded func() error
 	// Tokens authenticates bearer tokens and client certificates (a
 	// *TokenStore). A store with a Reload() error method is re-read by
 	// POST /v1/reload and Server.Reload.

@@ -267,6 +267,7 @@ func commands(g *globals) []*cli.Command {
 		publishCommand(g),
 		proveCommand(g),
 		verifyProofCommand(g),
+		monitorCommand(g),
 		redactCommand(g),
 		registryCommand(g),
 		tokenCommand(g),

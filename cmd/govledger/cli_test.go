@@ -432,7 +432,7 @@ func TestCompletionCandidates(t *testing.T) {
 		want []string
 	}{
 		{[]string{""}, []string{"lock", "validate", "handoff", "record", "hook", "verify", "log", "show", "trace", "export", "copy", "stats", "unblock", "blocks",
-			"demo", "bench", "keygen", "checkpoint", "publish", "prove", "verify-proof", "redact", "registry", "token", "serve", "completion"}},
+			"demo", "bench", "keygen", "checkpoint", "publish", "prove", "verify-proof", "monitor", "redact", "registry", "token", "serve", "completion"}},
 		{[]string{"ver"}, []string{"verify", "verify-proof"}},
 		{[]string{"--o"}, []string{"--output", "--origin"}},
 		{[]string{"verify"}, []string{"verify"}},
@@ -443,7 +443,7 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"verify", "--ex"}, []string{"--export"}},
 		// "--" is completed as "-" (urfave/cli stops at "--"); the shell
 		// keeps the words that start with what was typed.
-		{[]string{"verify", "--"}, []string{"--export", "--checkpoint", "--key", "--state", "--server", "--idle-timeout", "--max-download", "--manifest", "--lock", "--db", "--output", "-o", "--origin"}},
+		{[]string{"verify", "--"}, []string{"--export", "--checkpoint", "--key", "--state", "--policy", "--server", "--idle-timeout", "--max-download", "--manifest", "--lock", "--db", "--output", "-o", "--origin"}},
 		{[]string{"verify", "-o", ""}, []string{"text", "json"}},
 		{[]string{"lock", "check", "--output", ""}, []string{"text", "json", "github", "sarif"}},
 		{[]string{"lock", "check", "--output", "s"}, []string{"sarif"}},

@@ -57,7 +57,6 @@ var outputs = map[string][]string{
 	"handoff new":       {outText}, // the document is JSON either way
 	"record":            {outText, outJSON, outSeedError},
 	"hook":              {outText},
-	"publish":           {outText, outJSON},
 	"hook claude-code":  {outText, outJSON}, // Claude Code's hook JSON either way
 	"verify":            {outText, outJSON},
 	"log":               {outText, outJSON},
@@ -76,6 +75,8 @@ var outputs = map[string][]string{
 	"checkpoint rotate": {outText, outJSON},
 	"prove":             {outText, outJSON},
 	"verify-proof":      {outText, outJSON},
+	"publish":           {outText, outJSON},
+	"monitor":           {outText, outJSON},
 	"redact":            {outText, outJSON},
 	"token":             {outText},
 	"token create":      {outText, outJSON},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/checkpoint/bundle"
@@ -14,7 +15,7 @@ import (
 )
 
 func proveCommand(g *globals) *cli.Command {
-	var keyFile, keyName, cpFile, out, consistency string
+	var keyFile, keyName, cpFile, out, consistency, format string
 	return &cli.Command{
 		Name:      "prove",
 		Usage:     "write an offline proof bundle: entry SEQ is in the ledger, or the ledger extends an old checkpoint",
@@ -26,19 +27,26 @@ An inclusion bundle ("govledger.proof/v1") holds the entry's canonical bytes,
 its hash, its payload (unless redacted), the RFC 6962 audit path and a signed
 checkpoint. A consistency bundle ("govledger.consistency/v1") holds the old and
 new checkpoints and the consistency proof between them. Hashes are lowercase hex.
+--format tlog-proof writes an inclusion proof as c2sp.org/tlog-proof@v1 instead:
+the entry's canonical bytes (extra line), its index (seq-1), the audit path and
+the checkpoint with every cosignature it carries (use --checkpoint with a
+cosigned checkpoint, e.g. the one serve publishes), checked by verify-proof
+--policy or any tlog-proof reader (see docs/witnessing.md).
 Give --key (sign a fresh checkpoint at the current size; adds no entry) or
 --checkpoint (prove against an existing checkpoint of this ledger).
 
 Examples:
   govledger prove --key ledger.key --out entry42.proof.json 42
   govledger prove --checkpoint published.txt 42        # against a published checkpoint
-  govledger prove --consistency old.txt --key ledger.key --out grew.proof.json`,
+  govledger prove --consistency old.txt --key ledger.key --out grew.proof.json
+  govledger prove --format tlog-proof --checkpoint cosigned.txt --out 42.tlog-proof 42`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "key", Usage: "signer key file: sign a new checkpoint to prove against", Destination: &keyFile},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)", Destination: &keyName},
 			&cli.StringFlag{Name: "checkpoint", Usage: "prove against this existing signed checkpoint instead", Destination: &cpFile},
 			&cli.StringFlag{Name: "consistency", Usage: "OLD_CHECKPOINT file: prove the ledger extends it (no SEQ)", Destination: &consistency},
 			&cli.StringFlag{Name: "out", Usage: "write the bundle to this file (atomically) instead of stdout", Destination: &out},
+			&cli.StringFlag{Name: "format", Value: "json", Usage: "json (a govledger bundle) or tlog-proof (c2sp.org/tlog-proof@v1; inclusion only)", Destination: &format},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -46,6 +54,12 @@ Examples:
 			}
 			if (keyFile == "") == (cpFile == "") {
 				return usageErr("prove: give exactly one of --key and --checkpoint")
+			}
+			if format != "json" && format != "tlog-proof" {
+				return usageErr("prove: --format %q, want json or tlog-proof", format)
+			}
+			if format == "tlog-proof" && consistency != "" {
+				return usageErr("prove: --format tlog-proof proves inclusion only (no --consistency)")
 			}
 			var seq uint64
 			if consistency == "" {
@@ -89,8 +103,10 @@ Examples:
 					return proveErr(err)
 				}
 			}
-			data, err := bundle.Marshal(b)
-			if err != nil {
+			var data []byte
+			if in, ok := b.(*bundle.Inclusion); ok && format == "tlog-proof" {
+				data = tlogProof(in).Format()
+			} else if data, err = bundle.Marshal(b); err != nil {
 				return internalErr(err)
 			}
 			if out == "" {
@@ -107,6 +123,16 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// tlogProof turns an inclusion bundle into a c2sp.org/tlog-proof whose
+// extra line is the entry's canonical bytes.
+func tlogProof(in *bundle.Inclusion) *checkpoint.Proof {
+	p := &checkpoint.Proof{Extra: []byte(in.Entry), Index: in.LeafIndex, Checkpoint: []byte(in.Checkpoint)}
+	for _, h := range in.InclusionProof {
+		p.Hashes = append(p.Hashes, tlog.Hash(h))
+	}
+	return p
 }
 
 type proveResult struct {

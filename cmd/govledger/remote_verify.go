@@ -32,12 +32,22 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 			return usageErr("verify: --%s does not apply with --server (the server's export is checked against its checkpoint and --key)", f)
 		}
 	}
-	if c.String("key") == "" {
-		return usageErr("verify --server needs --key: the verifier key the server's checkpoint must be signed with (trusting nothing the server says)")
+	if c.String("key") == "" && c.String("policy") == "" {
+		return usageErr("verify --server needs --key (or --policy): the verifier key the server's checkpoint must be signed with (trusting nothing the server says)")
 	}
-	key, err := readKeyArg(c.String("key"))
-	if err != nil {
-		return inputErr(err)
+	var policy *checkpoint.Policy
+	var key string
+	var err error
+	if c.String("policy") != "" {
+		if policy, err = loadPolicy(c.String("policy")); err != nil {
+			return err
+		}
+		key = policy.LogKey()
+	}
+	if c.String("key") != "" {
+		if key, err = readKeyArg(c.String("key")); err != nil {
+			return inputErr(err)
+		}
 	}
 	ctx := c.Context
 	res := &verifyResult{Schema: "govledger.verify/v1", Source: cl.URL() + "/v1/export", Findings: []verify.Finding{}}
@@ -50,6 +60,9 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	cp, anchorErr := openCheckpoint(cpText, key, g.origin)
 	if errors.Is(anchorErr, checkpoint.ErrKeyFormat) {
 		return inputErr(fmt.Errorf("verify: --key: %w", anchorErr))
+	}
+	if anchorErr == nil && policy != nil {
+		anchorErr = checkPolicy(policy, cpText, g.origin)
 	}
 
 	// Spool the export: it is read twice (replay, then the tree).

@@ -66,6 +66,9 @@ Examples:
 			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
 			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
 			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish)"},
+			&cli.StringFlag{Name: "witness-policy", Usage: "tlog-policy file: submit each checkpoint to its witnesses (those with a URL), serve the newest one its quorum cosigned at PREFIX/checkpoint (needs --key; see docs/witnessing.md)"},
+			&cli.StringFlag{Name: "witness-dir", Usage: "with --witness-policy: keep every cosigned checkpoint in this folder (SIZE.checkpoint)"},
+			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-policy: time allowed for each witness request"},
 			&cli.BoolFlag{Name: "publish-entries", Usage: "with --publish-to: also write the entry bundles (makes every entry public)"},
 			&cli.BoolFlag{Name: "public-entries", Usage: "serve the tlog-tiles entry bundles without a token (they name agents, decisions and reasons)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
@@ -319,6 +322,30 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		}
 		cfg.UI = viewer
 	}
+	stopWitnessing := func() {}
+	if pf := c.String("witness-policy"); pf != "" {
+		if signer == nil {
+			return usageErr("serve: --witness-policy needs --key (witnesses cosign the log's signed checkpoints)")
+		}
+		policy, err := loadPolicy(pf)
+		if err != nil {
+			return err
+		}
+		wctx, wcancel := context.WithCancel(c.Context)
+		w, wait, err := startWitnessing(wctx, log, reg, l, be, signer, policy, c.String("witness-dir"), c.Duration("witness-timeout"))
+		if err != nil {
+			wcancel()
+			return internalErr(err)
+		}
+		stopWitnessing = func() { wcancel(); wait() }
+		if cfg.Tiles != nil {
+			cfg.Tiles.Checkpoint = w.Checkpoint
+		}
+		cfg.Degraded = w.Degraded
+	} else if c.String("witness-dir") != "" {
+		return usageErr("serve: --witness-dir needs --witness-policy")
+	}
+	defer func() { stopWitnessing() }()
 	srv, err := server.New(cfg)
 	if err != nil {
 		return usageErr("serve: %v", err)
@@ -386,6 +413,8 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		err = srv.Serve(ctx, ln)
 	}
 	stopVerify()
+	stopWitnessing()
+	stopWitnessing = func() {}
 	stopPublisher() // before the ledger closes under it
 	stopPublisher = func() {}
 	cerr := l.Close() // waits for appends still queued

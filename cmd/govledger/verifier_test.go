@@ -393,3 +393,64 @@ func TestVerifierREADMEBundleCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifierREADMEBundleCheckCosignatures runs the threat model's
+// Python check with witness keys: a bundle of a checkpoint cosigned by two
+// of three witnesses passes "2 of 3", fails "3 of 3", and fails when a
+// cosignature's time is changed.
+func TestVerifierREADMEBundleCheckCosignatures(t *testing.T) {
+	py := python3(t)
+	if out, err := exec.Command(py, "-c", "import cryptography").CombinedOutput(); err != nil {
+		testenv.Missing(t, "the Python cryptography package", "apt-get install python3-cryptography; .ci/run installs it", fmt.Errorf("%v %s", err, out))
+	}
+	script := readmeBundleCheck(t)
+	db := newTestLedger(t, 7)
+	key, pub := keypair(t)
+	dir := t.TempDir()
+	cp, cosigned := filepath.Join(dir, "cp"), filepath.Join(dir, "cosigned")
+	if code, _, e := runCLI(t, "--db", db, "checkpoint", "--key", key, "--out", cp); code != 0 {
+		t.Fatal(e)
+	}
+	w1, w2, w3 := witnessKey(t, "w1.example"), witnessKey(t, "w2.example"), witnessKey(t, "w3.example")
+	cosignFile(t, cp, cosigned, w1, w3)
+	bundle := filepath.Join(dir, "e3.json")
+	if code, _, e := runCLI(t, "--db", db, "prove", "--checkpoint", cosigned, "--out", bundle, "3"); code != 0 {
+		t.Fatal(e)
+	}
+	run := func(file string, args ...string) (int, string) {
+		out, err := exec.Command(py, append([]string{script, file, pub}, args...)...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	keys := []string{w1.VerifierKey(), w2.VerifierKey(), w3.VerifierKey()}
+	if code, out := run(bundle, append([]string{"2"}, keys...)...); code != 0 || !strings.Contains(out, "cosigned by 2 witnesses") {
+		t.Fatalf("2 of 3: exit %d: %s", code, out)
+	}
+	if code, out := run(bundle, append([]string{"3"}, keys...)...); code != 1 || !strings.Contains(out, "2 witness cosignatures, 3 required") {
+		t.Fatalf("3 of 3: exit %d: %s", code, out)
+	}
+	// Another time in w1's cosignature: its signature no longer verifies.
+	b, _ := os.ReadFile(bundle)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	c := m["checkpoint"].(string)
+	i := strings.Index(c, "\u2014 w1.example ")
+	line := c[i+len("\u2014 w1.example "):]
+	line = line[:strings.IndexByte(line, '\n')]
+	raw, _ := base64.StdEncoding.DecodeString(line)
+	raw[11] ^= 1
+	m["checkpoint"] = strings.Replace(c, line, base64.StdEncoding.EncodeToString(raw), 1)
+	bad := filepath.Join(dir, "bad.json")
+	nb, _ := json.Marshal(m)
+	os.WriteFile(bad, nb, 0o644)
+	if code, out := run(bad, append([]string{"2"}, keys...)...); code != 1 || !strings.Contains(out, "cosignature of witness w1.example does not verify") {
+		t.Fatalf("changed time: exit %d: %s", code, out)
+	}
+}

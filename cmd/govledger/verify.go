@@ -72,6 +72,7 @@ which). The download is cut after --idle-timeout without a byte, or beyond
 			&cli.StringFlag{Name: "checkpoint", Usage: "signed checkpoint the ledger must extend"},
 			&cli.StringFlag{Name: "key", Usage: "verifier key (note format NAME+hash+key, or an OpenSSH ed25519 public key file) for --checkpoint"},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the newest checkpoint seen; refuses to go backwards"},
+			&cli.StringFlag{Name: "policy", Usage: "tlog-policy file: the checkpoint must be signed by its log key and cosigned by its quorum of witnesses (replaces or adds to --key)"},
 			serverFlag(),
 			&cli.DurationFlag{Name: "idle-timeout", Value: defaultDownloadIdle, Usage: "with --server: cut the export download when the server sends nothing for this long"},
 			&cli.Int64Flag{Name: "max-download", Value: defaultDownloadMax, Usage: "with --server: cut the export download beyond this many bytes"},
@@ -89,8 +90,9 @@ which). The download is cut after --idle-timeout without a byte, or beyond
 				}
 				return remoteVerify(c, g, cl)
 			}
-			if (c.String("checkpoint") == "") != (c.String("key") == "") {
-				return usageErr("verify: --checkpoint and --key go together")
+			if c.String("checkpoint") == "" && (c.String("key") != "" || c.String("policy") != "") ||
+				c.String("checkpoint") != "" && c.String("key") == "" && c.String("policy") == "" {
+				return usageErr("verify: --checkpoint goes with --key or --policy")
 			}
 			res := &verifyResult{Schema: "govledger.verify/v1", Findings: []verify.Finding{}}
 			var rep *verify.Report
@@ -154,9 +156,26 @@ func anchor(c *cli.Context, l *ledger.Ledger, res *verifyResult) error {
 	if err != nil {
 		return inputErr(err)
 	}
-	key, err := readKeyArg(c.String("key"))
-	if err != nil {
-		return inputErr(err)
+	var policy *checkpoint.Policy
+	if c.String("policy") != "" {
+		if policy, err = loadPolicy(c.String("policy")); err != nil {
+			return err
+		}
+	}
+	key := ""
+	if c.String("key") != "" {
+		if key, err = readKeyArg(c.String("key")); err != nil {
+			return inputErr(err)
+		}
+	} else {
+		key = policy.LogKey()
+	}
+	if policy != nil {
+		if perr := checkPolicy(policy, cp, ""); perr != nil {
+			ok := false
+			res.AnchorOK, res.AnchorErr = &ok, perr.Error()
+			return nil
+		}
 	}
 	ar, err := checkpoint.VerifyAnchor(l, cp, key, c.String("state"))
 	ok := err == nil && ar != nil && ar.Consistent
@@ -170,6 +189,17 @@ func anchor(c *cli.Context, l *ledger.Ledger, res *verifyResult) error {
 			return inputErr(fmt.Errorf("checkpoint: %w", err))
 		}
 		res.AnchorErr = err.Error()
+	}
+	return nil
+}
+
+// checkPolicy opens the signed checkpoint cp under policy: nil when it is
+// signed by a log of the policy and cosigned by its quorum; otherwise the
+// finding, naming the witnesses that did cosign.
+func checkPolicy(policy *checkpoint.Policy, cp []byte, origin string) error {
+	_, _, err := policy.Open(cp, origin)
+	if err != nil {
+		return fmt.Errorf("policy: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/witness/witnesstest"
+)
+
+// TestServeWitnessing: serve --witness-policy gets its checkpoints
+// cosigned by two witnesses on loopback and serves the cosigned one at
+// /checkpoint (verify-proof-able under the policy); a forked ledger
+// (a rewritten tail re-signed with the same key) served to the same
+// witnesses raises the alarm: the log line, the metric, /readyz 503.
+func TestServeWitnessing(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	key, pub := keypair(t)
+	vkeyText, _ := os.ReadFile(pub)
+	vkey := strings.TrimSpace(string(vkeyText))
+	logV, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyText := "log " + vkey + "\n"
+	var ws []*witnesstest.Witness
+	for i := range 2 {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		c, _ := checkpoint.NewCosigner(fmt.Sprintf("w%d.example", i), priv)
+		w := witnesstest.New(logV, c)
+		srv := httptest.NewServer(w)
+		t.Cleanup(srv.Close)
+		ws = append(ws, w)
+		policyText += fmt.Sprintf("witness w%d %s %s\n", i, c.VerifierKey(), srv.URL)
+	}
+	policyText += "group both all w0 w1\nquorum both\n"
+	policyFile := filepath.Join(e.dir, "policy")
+	os.WriteFile(policyFile, []byte(policyText), 0o644)
+	policy, err := checkpoint.ParsePolicy([]byte(policyText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, forked := filepath.Join(e.dir, "good.db"), filepath.Join(e.dir, "forked.db")
+	growLedger(t, e, good, 40, 40, "")
+	growLedger(t, e, forked, 50, 30, "rewritten")
+	kept := filepath.Join(e.dir, "cosigned")
+
+	get := func(s *liveServer, path string) (int, []byte) {
+		resp, err := http.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	e.db = good
+	s := e.start("--key", key, "--witness-policy", policyFile, "--witness-dir", kept)
+	var cp []byte
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, b := get(s, "/checkpoint")
+		if _, who, err := policy.Open(b, ""); err == nil && len(who) == 2 {
+			cp = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cosigned checkpoint at /checkpoint within 20s; last:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if c, _ := checkpoint.Parse(cp); c.Size != 40 || ws[0].Size() != 40 || ws[1].Size() != 40 {
+		t.Fatalf("cosigned size %d, witnesses at %d and %d, want 40", c.Size, ws[0].Size(), ws[1].Size())
+	}
+	if b, err := os.ReadFile(filepath.Join(kept, fmt.Sprintf("%020d.checkpoint", 40))); err != nil || string(b) != string(cp) {
+		t.Fatalf("kept cosigned checkpoint: %v", err)
+	}
+	if code, _ := get(s, "/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d", code)
+	}
+	// verify --server --policy: the server's checkpoint is the cosigned
+	// one, so the quorum holds; a policy needing a third witness refuses it.
+	// (This synthetic ledger's decisions do not replay, so verify exits 1
+	// for them; the checkpoint line is what is checked here.)
+	if out, errOut, _ := e.runAs("auditor", "verify", "--server", s.url, "--policy", policyFile); !strings.Contains(out, "checkpoint: ledger of 40 entries extends the signed checkpoint of size 40") {
+		t.Errorf("verify --server --policy: %s %s", out, errOut)
+	}
+	third := filepath.Join(e.dir, "policy3")
+	_, priv3, _ := ed25519.GenerateKey(rand.Reader)
+	c3, _ := checkpoint.NewCosigner("w3.example", priv3)
+	os.WriteFile(third, []byte(strings.Replace(policyText, "group both all w0 w1", "witness w3 "+c3.VerifierKey()+"\ngroup both all w0 w1 w3", 1)), 0o644)
+	if out, _, code := e.runAs("auditor", "verify", "--server", s.url, "--policy", third); code != exitFound || !strings.Contains(out, "quorum both not met") {
+		t.Errorf("verify --server with a 3-witness policy: exit %d: %s", code, out)
+	}
+	s.stop()
+
+	// The forked ledger: the witnesses, at 40, get size 50 whose first 40
+	// entries differ: 422 from both, the alarm.
+	e.db = forked
+	s = e.start("--key", key, "--witness-policy", policyFile)
+	for deadline := time.Now().Add(20 * time.Second); s.logLine("WITNESS ALARM: a witness saw another history of this log (fork or rollback); investigate before anything else") == nil; {
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(s.log)
+			t.Fatalf("no witness alarm within 20s:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, b := get(s, "/readyz"); code != 503 || !strings.Contains(string(b), "degraded") {
+		t.Errorf("/readyz after the alarm: %d %s", code, b)
+	}
+	_, m := get(s, "/metrics")
+	if !strings.Contains(string(m), "govledger_witness_fork_alarms_total 2") && !strings.Contains(string(m), "govledger_witness_fork_alarms_total 1") {
+		t.Errorf("metrics lack the fork alarm counter:\n%s", grepLines(string(m), "govledger_witness"))
+	}
+	// The forked checkpoint is not served as cosigned.
+	if _, b := get(s, "/checkpoint"); func() bool { _, _, err := policy.Open(b, ""); return err == nil }() {
+		t.Errorf("the forked checkpoint is served as cosigned:\n%s", b)
+	}
+	if ws[0].Size() != 40 || ws[1].Size() != 40 {
+		t.Errorf("witnesses moved to %d and %d", ws[0].Size(), ws[1].Size())
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
