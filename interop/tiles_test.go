@@ -387,18 +387,34 @@ func waitCheckpoint(t *testing.T, e *env, dir string, size uint64) {
 	t.Fatalf("the folder's checkpoint never reached %d entries: %v", size, last)
 }
 
-// TestServePublishTo: serve --publish-to publishes at start, and again
-// after a commit (a reload that brings the registry and lock into force
-// appends two snapshot entries); both clients read the folder.
+// TestServePublishTo: serve --publish-to publishes at start (serve brings
+// the registry and lock into force there, as the fixture has none: two
+// snapshot entries), and again after a commit (an operator's reload of a
+// new lock: one more); both clients read the folder.
 func TestServePublishTo(t *testing.T) {
 	e := fixture(t)
 	db := filepath.Join(t.TempDir(), "ledger.db")
 	copyFile(t, e.db, db)
+	lock := filepath.Join(t.TempDir(), "prompt-lock.json")
+	copyFile(t, e.lock, lock)
 	dir := filepath.Join(t.TempDir(), "public")
-	base := e.serve(t, db, "--publish-to", dir, "--publish-entries")
-	waitCheckpoint(t, e, dir, bigSize)
+	base := e.serve(t, db, "--lock", lock, "--publish-to", dir, "--publish-entries")
+	waitCheckpoint(t, e, dir, bigSize+2)
 	checkTessera(t, e, tessera.FileFetcher{Root: dir}, true)
 
+	// A new lock (one prompt hash changed), brought into force by a reload.
+	b, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte(`"sha256:`))
+	if i < 0 {
+		t.Fatal("the fixture's lock names no sha256 digest")
+	}
+	copy(b[i+len(`"sha256:`):], strings.Repeat("0", 64))
+	if err := os.WriteFile(lock, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	req, _ := http.NewRequest("POST", base+"/v1/reload", nil)
 	req.Header.Set("Authorization", "Bearer "+e.operator)
 	res, err := http.DefaultClient.Do(req)
@@ -407,10 +423,10 @@ func TestServePublishTo(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || bytes.Count(body, []byte(`"kind":"snapshot"`)) != 2 {
-		t.Fatalf("POST /v1/reload: %d %s, want the two snapshot entries", res.StatusCode, body)
+	if res.StatusCode != 200 || bytes.Count(body, []byte(`"kind":"snapshot"`)) != 1 {
+		t.Fatalf("POST /v1/reload: %d %s, want the new lock's snapshot entry", res.StatusCode, body)
 	}
-	waitCheckpoint(t, e, dir, bigSize+2)
+	waitCheckpoint(t, e, dir, bigSize+3)
 	size := checkTessera(t, e, tessera.FileFetcher{Root: dir}, true)
 	static := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer static.Close()
