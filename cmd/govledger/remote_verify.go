@@ -61,8 +61,10 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	if errors.Is(anchorErr, checkpoint.ErrKeyFormat) {
 		return inputErr(fmt.Errorf("verify: --key: %w", anchorErr))
 	}
+	var policyErr error // kept apart: the anchor check below sets anchorErr again
 	if anchorErr == nil && policy != nil {
-		anchorErr = checkPolicy(policy, cpText, g.origin)
+		policyErr = checkPolicy(policy, cpText, g.origin)
+		anchorErr = policyErr
 	}
 
 	// Spool the export: it is read twice (replay, then the tree).
@@ -109,6 +111,9 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 			res.Anchor, anchorErr = checkpoint.VerifyAnchorContext(ctx, tr, cpText, key, c.String("state"))
 			if errors.Is(anchorErr, checkpoint.ErrKeyFormat) {
 				return inputErr(fmt.Errorf("verify: --key: %w", anchorErr))
+			}
+			if anchorErr == nil {
+				anchorErr = policyErr // a checkpoint the policy refuses verifies nothing
 			}
 			if anchorErr == nil && res.Anchor != nil {
 				res.VerifiedThrough = max(res.Anchor.CheckpointSize, res.Anchor.StateSize)

@@ -128,12 +128,14 @@ func startWitnessing(ctx context.Context, log *slog.Logger, reg prometheus.Regis
 				}
 				continue
 			}
-			w.cosigned.Store(&cosigned)
+			// Kept first, then served: a cosigned checkpoint a reader saw
+			// is one the folder holds.
 			if dir != "" && cp.Size != last {
 				if err := checkpoint.WriteFileAtomic(filepath.Join(dir, fmt.Sprintf("%020d.checkpoint", cp.Size)), cosigned, 0o644); err != nil {
 					log.Error("witnessing: keeping the cosigned checkpoint failed", "dir", dir, "error", err.Error())
 				}
 			}
+			w.cosigned.Store(&cosigned)
 			last = cp.Size
 			log.Info("checkpoint cosigned", "size", cp.Size, "witnesses", who)
 		}
