@@ -374,6 +374,10 @@ func governedDoc(reg *manifest.Registry, in *hookInput, src, dst string, ti agen
 // tool_use with the input's tool_use_id. It is the same on every retry of
 // the call, which makes the document byte-identical. A call inside a
 // subagent is looked for in that subagent's transcript too.
+// transcriptWait is how long the hook waits for the tool call's line to
+// reach the transcript.
+const transcriptWait = 3 * time.Second
+
 func toolUseTime(in *hookInput) (time.Time, error) {
 	paths := []string{in.TranscriptPath}
 	if in.AgentID != "" && in.TranscriptPath != "" {
@@ -381,15 +385,23 @@ func toolUseTime(in *hookInput) (time.Time, error) {
 		paths = append(paths, filepath.Join(dir, "subagents", "agent-"+in.AgentID+".jsonl"))
 	}
 	var errs []error
-	for _, p := range paths {
-		if p == "" {
-			continue
+	// Claude Code writes the tool call's transcript line around the time
+	// it runs the hook, not always before: look again for a moment.
+	for deadline := time.Now().Add(transcriptWait); ; time.Sleep(25 * time.Millisecond) {
+		errs = errs[:0]
+		for _, p := range paths {
+			if p == "" {
+				continue
+			}
+			t, err := transcriptTime(p, in.ToolUseID)
+			if err == nil {
+				return t, nil
+			}
+			errs = append(errs, err)
 		}
-		t, err := transcriptTime(p, in.ToolUseID)
-		if err == nil {
-			return t, nil
+		if len(errs) == 0 || time.Now().After(deadline) {
+			break
 		}
-		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		return time.Time{}, errors.New("the hook input names no transcript_path, so the tool call cannot be dated (the handoff would not be reproducible)")
