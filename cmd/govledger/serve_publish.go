@@ -13,15 +13,14 @@ import (
 	"github.com/govledger/govledger/tiles"
 )
 
-// startPublisher publishes l into dir as a static tlog-tiles log (serve
-// --publish-to): once at start, then after commits, coalesced (a publish
-// covers every commit before it). It stops when ctx ends; wait returns once
-// the publish in progress, if any, is done, so the ledger can be closed.
-func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be *ledgerbackend.Backend, signer note.Signer, dir string, entries bool) (wait func()) {
+// commitPokes returns a channel that holds a token at once and again after
+// every commit (coalesced: one token stands for every commit before it
+// is taken), for the loops that follow the ledger's head (publish,
+// witnessing). Its watcher is counted in wg and ends with ctx.
+func commitPokes(ctx context.Context, wg *sync.WaitGroup, l *ledger.Ledger, be *ledgerbackend.Backend) <-chan struct{} {
 	poke := make(chan struct{}, 1)
 	poke <- struct{}{}
-	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		head, _ := l.TreeSize()
@@ -33,6 +32,17 @@ func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be 
 			return nil
 		})
 	}()
+	return poke
+}
+
+// startPublisher publishes l into dir as a static tlog-tiles log (serve
+// --publish-to): once at start, then after commits, coalesced (a publish
+// covers every commit before it). It stops when ctx ends; wait returns once
+// the publish in progress, if any, is done, so the ledger can be closed.
+func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be *ledgerbackend.Backend, signer note.Signer, dir string, entries bool) (wait func()) {
+	var wg sync.WaitGroup
+	poke := commitPokes(ctx, &wg, l, be)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {

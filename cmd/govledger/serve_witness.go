@@ -17,7 +17,6 @@ import (
 
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/ledger"
-	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/ledgerbackend"
 	"github.com/govledger/govledger/witness"
 )
@@ -69,21 +68,9 @@ func startWitnessing(ctx context.Context, log *slog.Logger, reg prometheus.Regis
 		}
 	}
 	sub := &witness.Submitter{Policy: policy, Client: &http.Client{Timeout: timeout}}
-	poke := make(chan struct{}, 1)
-	poke <- struct{}{}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		head, _ := l.TreeSize()
-		be.Watch(ctx, head, func(server.EntryView) error {
-			select {
-			case poke <- struct{}{}:
-			default:
-			}
-			return nil
-		})
-	}()
+	poke := commitPokes(ctx, &wg, l, be)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		var last uint64
