@@ -23,11 +23,11 @@ import (
 // CheckLedger trusts l.TreeHash to be computed from l's entries; a
 // verifier that replays the entries must also check that the stored tree
 // matches them (see RootFromLeaves).
-func CheckLedger(l TreeReader, cp *Checkpoint) error {
+func CheckLedger(ctx context.Context, l TreeReader, cp *Checkpoint) error {
 	if got := l.Origin(); got != cp.Origin {
 		return &AnchorError{Kind: KindOrigin, Size: cp.Size, Want: cp.Origin, Got: got}
 	}
-	n, err := l.TreeSize()
+	n, err := l.TreeSize(ctx)
 	if err != nil {
 		return fmt.Errorf("checkpoint: ledger tree size: %w", err)
 	}
@@ -35,7 +35,7 @@ func CheckLedger(l TreeReader, cp *Checkpoint) error {
 		return &AnchorError{Kind: KindTruncated, Size: cp.Size,
 			Want: strconv.FormatUint(cp.Size, 10), Got: strconv.FormatUint(n, 10)}
 	}
-	h, err := l.TreeHash(cp.Size)
+	h, err := l.TreeHash(ctx, cp.Size)
 	if err != nil {
 		return fmt.Errorf("checkpoint: ledger tree hash at %d: %w", cp.Size, err)
 	}
@@ -143,10 +143,10 @@ func VerifyAnchorContext(ctx context.Context, l TreeReader, cpFile []byte, verif
 	}
 	rep := &AnchorReport{Origin: cp.Origin, CheckpointSize: cp.Size,
 		CheckpointRoot: base64.StdEncoding.EncodeToString(cp.Hash[:]), Signers: cp.Signers}
-	if n, err := l.TreeSize(); err == nil {
+	if n, err := l.TreeSize(ctx); err == nil {
 		rep.LedgerSize = n
 	}
-	if err := CheckLedger(l, cp); err != nil {
+	if err := CheckLedger(ctx, l, cp); err != nil {
 		return rep, err
 	}
 	if stateDir == "" {
@@ -167,7 +167,7 @@ func VerifyAnchorContext(ctx context.Context, l TreeReader, cpFile []byte, verif
 		}
 		if stored != nil {
 			rep.StateSize = stored.Size
-			if err := checkLedgerAgainstState(l, stored, rep.LedgerSize); err != nil {
+			if err := checkLedgerAgainstState(ctx, l, stored, rep.LedgerSize); err != nil {
 				return rep, err
 			}
 			if stored.Size >= cp.Size {
@@ -176,7 +176,9 @@ func VerifyAnchorContext(ctx context.Context, l TreeReader, cpFile []byte, verif
 				return rep, nil
 			}
 		}
-		updated, err := st.Update(ctx, cp, l.ProveConsistency)
+		updated, err := st.Update(ctx, cp, func(oldSize, newSize uint64) (tlog.TreeProof, error) {
+			return l.ProveConsistency(ctx, oldSize, newSize)
+		})
 		if errors.Is(err, ErrRollback) && try == 0 {
 			continue
 		}
@@ -192,8 +194,8 @@ func VerifyAnchorContext(ctx context.Context, l TreeReader, cpFile []byte, verif
 
 // checkLedgerAgainstState turns an anchor failure against the stored
 // checkpoint into a StateError carrying the stored checkpoint.
-func checkLedgerAgainstState(l TreeReader, stored *Checkpoint, ledgerSize uint64) error {
-	err := CheckLedger(l, stored)
+func checkLedgerAgainstState(ctx context.Context, l TreeReader, stored *Checkpoint, ledgerSize uint64) error {
+	err := CheckLedger(ctx, l, stored)
 	var ae *AnchorError
 	if !errors.As(err, &ae) {
 		return err

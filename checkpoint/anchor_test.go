@@ -24,7 +24,7 @@ func TestAnchorTamperClasses(t *testing.T) {
 	s, _, vkey := testKey(t, origin, "k1")
 	orig := openLedger(t, origin)
 	fill(t, orig, 20, "h")
-	cpMsg, err := checkpoint.Make(orig, s)
+	cpMsg, err := checkpoint.Make(t.Context(), orig, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestAnchorTamperClasses(t *testing.T) {
 		evil, _, _ := testKey(t, origin, "attacker")
 		l := openLedger(t, origin)
 		fill(t, l, 5, "evil")
-		msg, _ := checkpoint.Make(l, evil)
+		msg, _ := checkpoint.Make(ctx, l, evil)
 		if _, err := checkpoint.VerifyAnchorContext(ctx, l, msg, vkey, ""); !errors.Is(err, checkpoint.ErrUnknownKey) {
 			t.Fatalf("VerifyAnchor(attacker checkpoint) = %v, want ErrUnknownKey", err)
 		}
@@ -105,7 +105,7 @@ func TestStateRollbackAndFork(t *testing.T) {
 	dir := t.TempDir()
 	l := openLedger(t, origin)
 	fill(t, l, 10, "h")
-	old, _ := checkpoint.Make(l, s)
+	old, _ := checkpoint.Make(ctx, l, s)
 	backup := openLedger(t, origin) // the "older backup": same first 10 entries
 	fill(t, backup, 10, "h")
 
@@ -114,7 +114,7 @@ func TestStateRollbackAndFork(t *testing.T) {
 		t.Fatalf("first VerifyAnchor = %+v, %v", rep, err)
 	}
 	fill(t, l, 20, "h")
-	newer, _ := checkpoint.Make(l, s)
+	newer, _ := checkpoint.Make(ctx, l, s)
 	rep, err = checkpoint.VerifyAnchorContext(ctx, l, newer, vkey, dir)
 	if err != nil || !rep.StateUpdated || rep.StateSize != 20 {
 		t.Fatalf("second VerifyAnchor = %+v, %v", rep, err)
@@ -139,7 +139,7 @@ func TestStateRollbackAndFork(t *testing.T) {
 	fork := openLedger(t, origin)
 	fill(t, fork, 10, "h")
 	fill(t, fork, 25, "fork")
-	forkCP, _ := checkpoint.Make(fork, s)
+	forkCP, _ := checkpoint.Make(ctx, fork, s)
 	_, err = checkpoint.VerifyAnchorContext(ctx, fork, forkCP, vkey, dir)
 	if !errors.Is(err, checkpoint.ErrFork) || !errors.As(err, &se) || se.Stored.Size != 20 {
 		t.Fatalf("fork: VerifyAnchor = %v, want ErrFork", err)
@@ -152,19 +152,19 @@ func TestStateRollbackAndFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	oc, _ := checkpoint.Open(old, note.VerifierList(v), origin)
-	if _, err := st.Update(ctx, oc, l.ProveConsistency); !errors.Is(err, checkpoint.ErrRollback) {
+	if _, err := st.Update(ctx, oc, func(o, n uint64) (tlog.TreeProof, error) { return l.ProveConsistency(ctx, o, n) }); !errors.Is(err, checkpoint.ErrRollback) {
 		t.Fatalf("Update(older) = %v, want ErrRollback", err)
 	}
 	fork20 := openLedger(t, origin)
 	fill(t, fork20, 10, "h")
 	fill(t, fork20, 20, "fork")
-	f20, _ := checkpoint.Make(fork20, s)
+	f20, _ := checkpoint.Make(ctx, fork20, s)
 	fc, _ := checkpoint.Open(f20, note.VerifierList(v), origin)
-	if _, err := st.Update(ctx, fc, fork20.ProveConsistency); !errors.Is(err, checkpoint.ErrFork) {
+	if _, err := st.Update(ctx, fc, func(o, n uint64) (tlog.TreeProof, error) { return fork20.ProveConsistency(ctx, o, n) }); !errors.Is(err, checkpoint.ErrFork) {
 		t.Fatalf("Update(same size, other root) = %v, want ErrFork", err)
 	}
 	fc25, _ := checkpoint.Open(forkCP, note.VerifierList(v), origin)
-	_, err = st.Update(ctx, fc25, fork.ProveConsistency)
+	_, err = st.Update(ctx, fc25, func(o, n uint64) (tlog.TreeProof, error) { return fork.ProveConsistency(ctx, o, n) })
 	if !errors.As(err, &se) || !errors.Is(err, checkpoint.ErrFork) || len(se.Proof) == 0 || se.Offered.Size != 25 {
 		t.Fatalf("Update(fork with proof) = %v, want ErrFork with proof evidence", err)
 	}
@@ -182,7 +182,7 @@ func TestStateConcurrentCAS(t *testing.T) {
 	var cps []*checkpoint.Checkpoint
 	for n := uint64(3); n <= 41; n += 2 {
 		fill(t, l, n, "h")
-		msg, _ := checkpoint.Make(l, s)
+		msg, _ := checkpoint.Make(t.Context(), l, s)
 		c, err := checkpoint.Open(msg, note.VerifierList(v), origin)
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestStateConcurrentCAS(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := st.Update(context.Background(), c, l.ProveConsistency); err != nil && !errors.Is(err, checkpoint.ErrRollback) {
+				if _, err := st.Update(context.Background(), c, func(o, n uint64) (tlog.TreeProof, error) { return l.ProveConsistency(context.Background(), o, n) }); err != nil && !errors.Is(err, checkpoint.ErrRollback) {
 					errs <- fmt.Errorf("size %d: %w", c.Size, err)
 				}
 			}()
@@ -225,7 +225,7 @@ func TestStateLockHonoursContext(t *testing.T) {
 	s, v, _ := testKey(t, origin, "k1")
 	l := openLedger(t, origin)
 	open := func() *checkpoint.Checkpoint {
-		msg, _ := checkpoint.Make(l, s)
+		msg, _ := checkpoint.Make(t.Context(), l, s)
 		c, err := checkpoint.Open(msg, note.VerifierList(v), origin)
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +237,7 @@ func TestStateLockHonoursContext(t *testing.T) {
 	fill(t, l, 5, "h")
 	c5 := open()
 	st, _ := checkpoint.OpenState(t.TempDir())
-	if _, err := st.Update(context.Background(), c3, l.ProveConsistency); err != nil {
+	if _, err := st.Update(context.Background(), c3, func(o, n uint64) (tlog.TreeProof, error) { return l.ProveConsistency(context.Background(), o, n) }); err != nil {
 		t.Fatal(err)
 	}
 	// A second update holds the lock while its proof is being made.
@@ -246,14 +246,14 @@ func TestStateLockHonoursContext(t *testing.T) {
 		_, err := st.Update(context.Background(), c5, func(o, n uint64) (tlog.TreeProof, error) {
 			close(holding)
 			<-release
-			return l.ProveConsistency(o, n)
+			return l.ProveConsistency(t.Context(), o, n)
 		})
 		done <- err
 	}()
 	<-holding
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := st.Update(ctx, c5, l.ProveConsistency); !errors.Is(err, context.Canceled) {
+	if _, err := st.Update(ctx, c5, func(o, n uint64) (tlog.TreeProof, error) { return l.ProveConsistency(ctx, o, n) }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Update with cancelled ctx while locked = %v, want context.Canceled", err)
 	}
 	close(release)
@@ -267,10 +267,10 @@ func TestRootFromLeaves(t *testing.T) {
 	fill(t, l, 33, "h")
 	for _, n := range []uint64{0, 1, 2, 3, 17, 32, 33} {
 		got, err := checkpoint.RootFromLeaves(context.Background(), n, func(i uint64) (tlog.Hash, error) {
-			_, raw, err := l.Get(i + 1)
+			_, raw, err := l.Get(t.Context(), i+1)
 			return tlog.RecordHash(raw), err
 		})
-		want, _ := l.TreeHash(n)
+		want, _ := l.TreeHash(t.Context(), n)
 		if err != nil || got != want {
 			t.Fatalf("RootFromLeaves(%d) = %x, %v; want %x", n, got, err, want)
 		}

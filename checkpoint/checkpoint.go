@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -141,28 +142,29 @@ func Sign(c *Checkpoint, signers ...note.Signer) ([]byte, error) {
 }
 
 // A TreeReader reads a ledger's Merkle tree. *ledger.Ledger implements it.
+// Its reads honour ctx's cancellation.
 // Leaf i of the tree is the hash of entry seq i+1.
 type TreeReader interface {
 	// Origin returns the ledger's identity, the checkpoint origin line.
 	Origin() string
 	// TreeSize returns the number of entries.
-	TreeSize() (uint64, error)
+	TreeSize(ctx context.Context) (uint64, error)
 	// TreeHash returns the RFC 6962 root over the first size entries.
-	TreeHash(size uint64) (tlog.Hash, error)
+	TreeHash(ctx context.Context, size uint64) (tlog.Hash, error)
 	// ProveConsistency returns the RFC 6962 consistency proof from the
 	// tree of oldSize entries to the tree of newSize entries
 	// (0 < oldSize <= newSize <= TreeSize).
-	ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error)
+	ProveConsistency(ctx context.Context, oldSize, newSize uint64) (tlog.TreeProof, error)
 }
 
 // Make returns a signed checkpoint of l at its current size: l's origin,
 // size and root, signed by signer. It only reads l: no entry is added.
-func Make(l TreeReader, signer note.Signer) ([]byte, error) {
-	n, err := l.TreeSize()
+func Make(ctx context.Context, l TreeReader, signer note.Signer) ([]byte, error) {
+	n, err := l.TreeSize(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: tree size: %w", err)
 	}
-	h, err := l.TreeHash(n)
+	h, err := l.TreeHash(ctx, n)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: tree hash at %d: %w", n, err)
 	}

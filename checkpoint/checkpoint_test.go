@@ -60,19 +60,19 @@ func TestMakeOpensWithNote(t *testing.T) {
 	s, v, _ := testKey(t, "example.com/ledger", "k1")
 	l := openLedger(t, "example.com/ledger")
 	fill(t, l, 5, "h")
-	before, _ := l.TreeSize()
-	msg, err := checkpoint.Make(l, s)
+	before, _ := l.TreeSize(t.Context())
+	msg, err := checkpoint.Make(t.Context(), l, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after, _ := l.TreeSize(); after != before {
+	if after, _ := l.TreeSize(t.Context()); after != before {
 		t.Fatalf("Make added entries: size %d -> %d", before, after)
 	}
 	n, err := note.Open(msg, note.VerifierList(v))
 	if err != nil {
 		t.Fatalf("note.Open: %v", err)
 	}
-	root, _ := l.TreeHash(5)
+	root, _ := l.TreeHash(t.Context(), 5)
 	want := "example.com/ledger\n5\n" + base64.StdEncoding.EncodeToString(root[:]) + "\n"
 	if n.Text != want {
 		t.Fatalf("note text = %q, want %q", n.Text, want)

@@ -92,7 +92,7 @@ func appendHandoff(t testing.TB, l *ledger.Ledger, text string) uint64 {
 func fill(t testing.TB, l *ledger.Ledger, n uint64, tag string) {
 	t.Helper()
 	for i := 0; ; i++ {
-		size, err := l.TreeSize()
+		size, err := l.TreeSize(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}

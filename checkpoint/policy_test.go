@@ -167,16 +167,16 @@ func TestProofRoundTrip(t *testing.T) {
 	fill(t, l, 5, "p")
 	logS, _, logV := testKey(t, "example.com/log", "log")
 	w := testCosigner(t, "w1.example", "w1")
-	signed, err := checkpoint.Make(l, logS)
+	signed, err := checkpoint.Make(t.Context(), l, logS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cosigned := cosign(t, signed, w)
-	_, raw, err := l.Get(3)
+	_, raw, err := l.Get(t.Context(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp, err := l.ProveInclusion(3, 5)
+	rp, err := l.ProveInclusion(t.Context(), 3, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

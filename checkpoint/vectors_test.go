@@ -51,18 +51,18 @@ func generate(t *testing.T) (map[string][]byte, []vector, string) {
 			t.Fatal(err)
 		}
 	}
-	old, _ := checkpoint.Make(l, s)
+	old, _ := checkpoint.Make(t.Context(), l, s)
 	oldCP, _ := checkpoint.Parse(old)
 	for i := 14; i <= 21; i++ {
 		l.AppendHandoff("h"+strings.Repeat("y", i), []byte(`{"n":`+strings.Repeat("2", i)+`}`))
 	}
-	cpMsg, _ := checkpoint.Make(l, s)
+	cpMsg, _ := checkpoint.Make(t.Context(), l, s)
 	cp, _ := checkpoint.Parse(cpMsg)
-	incl, err := bundle.Prove(l, 6, &bundle.Options{Checkpoint: cpMsg})
+	incl, err := bundle.Prove(t.Context(), l, 6, &bundle.Options{Checkpoint: cpMsg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cons, err := bundle.ProveConsistency(l, old, &bundle.Options{Checkpoint: cpMsg})
+	cons, err := bundle.ProveConsistency(t.Context(), l, old, &bundle.Options{Checkpoint: cpMsg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -366,14 +366,14 @@ func (s *recordingState) sameAnswers(st policy.State) bool {
 // entry's (Replayed set); otherwise an error wrapping
 // ErrIdempotencyConflict. Entries never change, so reading the first entry
 // after the commit that found it is safe.
-func (c *Config) Replay(l *ledger.Ledger, name string, p *Payload, used *KeyUsedError) (*Outcome, error) {
+func (c *Config) Replay(ctx context.Context, l *ledger.Ledger, name string, p *Payload, used *KeyUsedError) (*Outcome, error) {
 	conflict := func(what string) error {
 		return fmt.Errorf("%w: key %q was used by seq %d for %s", ErrIdempotencyConflict, used.Key, used.Seq, what)
 	}
 	if used.Payload != p.SHA256 {
 		return nil, conflict("other bytes (payload_sha256 " + used.Payload.String() + ")")
 	}
-	e, raw, err := l.Get(used.Seq)
+	e, raw, err := l.Get(ctx, used.Seq)
 	if err != nil {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	if *e.PayloadSize != p.Size || *e.PayloadSHA256 != p.SHA256 {
 		t.Errorf("entry records size %d hash %s, want %d %s", *e.PayloadSize, e.PayloadSHA256, p.Size, p.SHA256)
 	}
-	if _, err := l.Blob(p.SHA256); err == nil {
+	if _, err := l.Blob(t.Context(), p.SHA256); err == nil {
 		t.Error("oversized payload was stored")
 	}
 	mustVerify(t, l)

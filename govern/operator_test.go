@@ -60,7 +60,7 @@ func TestUnblockOnce(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d of 8 racing unblocks appended, want exactly 1", won)
 	}
-	blocks, err := l.Blocks()
+	blocks, err := l.Blocks(ctx)
 	if err != nil || len(blocks) != 0 {
 		t.Fatalf("blocks after the unblock: %v %v", blocks, err)
 	}
@@ -96,9 +96,9 @@ func TestRotateKeyChain(t *testing.T) {
 		{"third key", k2, k3, "compromise drill", true},
 	}
 	for _, s := range steps {
-		before, _, _ := l.Head()
+		before, _, _ := l.Head(ctx)
 		a, err := govern.RotateKey(ctx, l, s.old, s.new, s.reason, "op")
-		after, _, _ := l.Head()
+		after, _, _ := l.Head(ctx)
 		switch {
 		case s.ok && err != nil:
 			t.Fatalf("%s: %v", s.name, err)

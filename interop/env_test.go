@@ -159,7 +159,7 @@ func (e *env) grow(path string, n int) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	size, err := l.TreeSize()
+	size, err := l.TreeSize(context.Background())
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (e *env) grow(path string, n int) error {
 	}
 	for _, s := range []uint64{1, 255, 256, 1000, 65536, 65537, size} {
 		if s <= size {
-			h, err := l.TreeHash(s)
+			h, err := l.TreeHash(context.Background(), s)
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ func TestCopy(t *testing.T) {
 	}
 	defer src.Close()
 	h := governtest.Populate(t, src, cfg)
-	if _, err := src.Blob(h.Redacted); err != nil {
+	if _, err := src.Blob(ctx, h.Redacted); err != nil {
 		t.Fatalf("the payload redacted at %d was stored again at %d: Blob = %v", h.Redaction, h.Restored, err)
 	}
 	for _, max := range []int{1, 3, 1024} {
@@ -55,14 +55,14 @@ func TestCopy(t *testing.T) {
 		mustVerify(t, dst)
 		// The redacted payload stays redacted in the copy, though the
 		// same bytes are stored again under a later entry.
-		r, _, err := dst.Get(h.Redaction)
+		r, _, err := dst.Get(ctx, h.Redaction)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dst.EntryBlob(r.RedactedSeq, h.Redacted); !errors.Is(err, ledger.ErrRedacted) {
+		if _, err := dst.EntryBlob(ctx, r.RedactedSeq, h.Redacted); !errors.Is(err, ledger.ErrRedacted) {
 			t.Errorf("MaxEntries %d: the copy's EntryBlob(%d), redacted = %v, want ErrRedacted", max, r.RedactedSeq, err)
 		}
-		if _, err := dst.EntryBlob(h.Restored, h.Redacted); err != nil {
+		if _, err := dst.EntryBlob(ctx, h.Restored, h.Redacted); err != nil {
 			t.Errorf("MaxEntries %d: the copy's EntryBlob(%d), stored again = %v", max, h.Restored, err)
 		}
 		// And back, into memory.
@@ -108,12 +108,12 @@ func TestCopyRefuses(t *testing.T) {
 		dst  *ledger.Ledger
 		want error
 	}{{"not empty", full, ledger.ErrNotEmpty}, {"other origin", other, ledger.ErrBadOptions}} {
-		before, _, _ := tc.dst.Head()
+		before, _, _ := tc.dst.Head(ctx)
 		_, err := ledger.Copy(ctx, tc.dst.Driver(), src.Driver(), nil)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: Copy = %v, want %v", tc.name, err, tc.want)
 		}
-		if after, _, _ := tc.dst.Head(); after != before {
+		if after, _, _ := tc.dst.Head(ctx); after != before {
 			t.Errorf("%s: the destination went from %d to %d entries", tc.name, before, after)
 		}
 	}
@@ -171,7 +171,7 @@ func TestCopyDamagedSource(t *testing.T) {
 		if !errors.Is(err, ledger.ErrCorrupt) || !errors.As(err, &re) || re.Seq < bad || re.Seq > bad+1 {
 			t.Errorf("%s: Copy = %v, want ErrCorrupt naming seq %d (or the next, whose prev breaks)", tc.name, err, bad)
 		}
-		if got, _, _ := dst.Head(); got >= bad {
+		if got, _, _ := dst.Head(ctx); got >= bad {
 			t.Errorf("%s: the destination holds %d entries, want whole batches before %d", tc.name, got, bad)
 		}
 		dst.Close()

@@ -84,7 +84,7 @@ func TestNothingStored(t *testing.T) {
 			if _, err := l.Append(context.Background(), note("after")); !errors.Is(err, ledger.ErrFailed) {
 				t.Errorf("the next Append = %v, want ErrFailed", err)
 			}
-			if seq, _, err := l.Head(); err != nil || seq != 0 {
+			if seq, _, err := l.Head(t.Context()); err != nil || seq != 0 {
 				t.Errorf("head seq %d (%v), want 0", seq, err)
 			}
 		})

@@ -28,7 +28,7 @@ func TestInForceOnly(t *testing.T) {
 		e.Kind, e.Agent, e.Note, e.Submitter = entry.KindUnblock, "a", "n", "writer"
 		return nil
 	}
-	head := func() uint64 { s, _, _ := l.Head(); return s }
+	head := func() uint64 { s, _, _ := l.Head(ctx); return s }
 
 	if _, err := l.Append(ctx, &ledger.Request{Snapshots: snaps("m1", "l1"), InForceOnly: true, Build: unblock, Submitter: "writer"}); !errors.Is(err, ledger.ErrPolicyChanged) || head() != 0 {
 		t.Fatalf("InForceOnly on an empty ledger: %v, head %d; want ErrPolicyChanged and nothing stored", err, head())

@@ -196,8 +196,8 @@ func (l *Ledger) view(ctx context.Context, fn func(v View) error) error {
 
 // Head returns the seq and hash of the last entry: 0 and entry.ZeroHash
 // for an empty ledger.
-func (l *Ledger) Head() (seq uint64, h entry.Hash, err error) {
-	err = l.view(context.Background(), func(v View) error {
+func (l *Ledger) Head(ctx context.Context) (seq uint64, h entry.Hash, err error) {
+	err = l.view(ctx, func(v View) error {
 		hd := v.Head()
 		seq, h = hd.Seq, hd.Hash
 		return nil

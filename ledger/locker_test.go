@@ -186,7 +186,7 @@ func TestLockerRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := uint64(3 + queued + ledger.ContendedCommits + 1)
-	if got, _, err := l.Head(); err != nil || got != stored {
+	if got, _, err := l.Head(ctx); err != nil || got != stored {
 		t.Fatalf("head seq %d (%v), want %d: every request stored once", got, err, stored)
 	}
 }

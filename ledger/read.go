@@ -13,9 +13,9 @@ import (
 // Get returns entry seq, decoded, and its stored bytes. It returns an error
 // wrapping ErrNotFound for a seq that is not stored, and a *RecordError
 // wrapping ErrCorrupt for bytes that do not decode.
-func (l *Ledger) Get(seq uint64) (*entry.Entry, []byte, error) {
+func (l *Ledger) Get(ctx context.Context, seq uint64) (*entry.Entry, []byte, error) {
 	var raw []byte
-	err := l.view(context.Background(), func(v View) error {
+	err := l.view(ctx, func(v View) error {
 		var err error
 		raw, err = v.Entry(seq)
 		return err
@@ -45,9 +45,9 @@ func decodeAt(seq uint64, raw []byte, err error) (*entry.Entry, []byte, error) {
 // returns an error wrapping ErrRedacted for bytes a redaction removed,
 // ErrNotFound for bytes never stored, and ErrCorrupt when the stored bytes
 // do not hash to sum.
-func (l *Ledger) Blob(sum entry.Hash) ([]byte, error) {
+func (l *Ledger) Blob(ctx context.Context, sum entry.Hash) ([]byte, error) {
 	var data []byte
-	err := l.view(context.Background(), func(v View) error {
+	err := l.view(ctx, func(v View) error {
 		var err error
 		data, err = v.Blob(sum)
 		return err
@@ -69,9 +69,9 @@ func (l *Ledger) Blob(sum entry.Hash) ([]byte, error) {
 // payload is read. Otherwise it answers as Blob. Every reader of an
 // entry's payload (the API, export, the viewer, show, copy) reads it so;
 // Blob reads bytes by content alone.
-func (l *Ledger) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
+func (l *Ledger) EntryBlob(ctx context.Context, seq uint64, sum entry.Hash) ([]byte, error) {
 	var data []byte
-	err := l.view(context.Background(), func(v View) error {
+	err := l.view(ctx, func(v View) error {
 		var err error
 		data, err = viewEntryBlob(v, seq, sum)
 		return err
@@ -190,11 +190,11 @@ type Query struct {
 
 // Find returns, in ascending order, the seqs of entries matching every
 // field of q, as the driver's indexes find them (View.Find).
-func (l *Ledger) Find(q Query) ([]uint64, error) {
+func (l *Ledger) Find(ctx context.Context, q Query) ([]uint64, error) {
 	var out []uint64
-	err := l.view(context.Background(), func(v View) error {
+	err := l.view(ctx, func(v View) error {
 		var err error
-		out, err = v.Find(context.Background(), q)
+		out, err = v.Find(ctx, q)
 		return err
 	})
 	return out, err
@@ -271,8 +271,8 @@ func (l *Ledger) RedactAs(ctx context.Context, seq uint64, note, submitter strin
 // blocked agents, snapshots in force) as of the last commit, on one
 // consistent view, so a caller can decide without recording ("govledger
 // validate"). st must not be used after fn returns.
-func (l *Ledger) View(fn func(st State) error) error {
-	return l.view(context.Background(), func(v View) error {
+func (l *Ledger) View(ctx context.Context, fn func(st State) error) error {
+	return l.view(ctx, func(v View) error {
 		st := entry.NewState(v.Head(), v)
 		if err := fn(st); err != nil {
 			return err
@@ -291,9 +291,9 @@ type Block struct {
 // Blocks returns the agents blocked now (as of the last commit), sorted by
 // agent, each with the entry that blocked it. A block ends only by an
 // entry: an unblock, or a lock snapshot that lifts it.
-func (l *Ledger) Blocks() ([]Block, error) {
+func (l *Ledger) Blocks(ctx context.Context) ([]Block, error) {
 	var out []Block
-	err := l.view(context.Background(), func(v View) error {
+	err := l.view(ctx, func(v View) error {
 		m, err := v.Blocks()
 		if err != nil {
 			return err

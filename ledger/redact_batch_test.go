@@ -82,7 +82,7 @@ func TestRedactionEndsBatch(t *testing.T) {
 	if seq < r {
 		t.Fatalf("the later request got seq %d, before the redaction %d", seq, r)
 	}
-	if got, err := l.EntryBlob(seq, entry.Sum256(data)); err != nil || !bytes.Equal(got, data) {
+	if got, err := l.EntryBlob(ctx, seq, entry.Sum256(data)); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("EntryBlob(%d), stored right after the redaction %d = %q %v, want its bytes", seq, r, got, err)
 	}
 	if st := l.Stats(); st.Commits < 4 {

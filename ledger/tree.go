@@ -17,15 +17,15 @@ import (
 // every method below reads O(log n) hashes.
 
 // TreeSize returns the number of leaves: the head seq.
-func (l *Ledger) TreeSize() (uint64, error) {
-	seq, _, err := l.Head()
+func (l *Ledger) TreeSize(ctx context.Context) (uint64, error) {
+	seq, _, err := l.Head(ctx)
 	return seq, err
 }
 
 // TreeHash returns the RFC 6962 root hash of the first size entries. It
 // returns an error wrapping ErrBadRange when size exceeds TreeSize.
-func (l *Ledger) TreeHash(size uint64) (h tlog.Hash, err error) {
-	err = l.treeView(size, func(r tlog.HashReader) error {
+func (l *Ledger) TreeHash(ctx context.Context, size uint64) (h tlog.Hash, err error) {
+	err = l.treeView(ctx, size, func(r tlog.HashReader) error {
 		h, err = tlog.TreeHash(int64(size), r)
 		return err
 	})
@@ -36,11 +36,11 @@ func (l *Ledger) TreeHash(size uint64) (h tlog.Hash, err error) {
 // the tree of the first size entries. Requires 1 <= seq <= size <= TreeSize
 // (else ErrBadRange). Check it with tlog.CheckRecord or any RFC 6962
 // verifier.
-func (l *Ledger) ProveInclusion(seq, size uint64) (p tlog.RecordProof, err error) {
+func (l *Ledger) ProveInclusion(ctx context.Context, seq, size uint64) (p tlog.RecordProof, err error) {
 	if seq < 1 || seq > size {
 		return nil, fmt.Errorf("inclusion of seq %d in tree size %d: %w", seq, size, ErrBadRange)
 	}
-	err = l.treeView(size, func(r tlog.HashReader) error {
+	err = l.treeView(ctx, size, func(r tlog.HashReader) error {
 		p, err = tlog.ProveRecord(int64(size), int64(seq-1), r)
 		return err
 	})
@@ -50,11 +50,11 @@ func (l *Ledger) ProveInclusion(seq, size uint64) (p tlog.RecordProof, err error
 // ProveConsistency returns the proof that the tree of size newSize extends
 // the tree of size oldSize. Requires oldSize <= newSize <= TreeSize (else
 // ErrBadRange). The proof is empty when oldSize is 0 or equals newSize.
-func (l *Ledger) ProveConsistency(oldSize, newSize uint64) (p tlog.TreeProof, err error) {
+func (l *Ledger) ProveConsistency(ctx context.Context, oldSize, newSize uint64) (p tlog.TreeProof, err error) {
 	if oldSize > newSize {
 		return nil, fmt.Errorf("consistency of size %d with size %d: %w", oldSize, newSize, ErrBadRange)
 	}
-	err = l.treeView(newSize, func(r tlog.HashReader) error {
+	err = l.treeView(ctx, newSize, func(r tlog.HashReader) error {
 		if oldSize == 0 || oldSize == newSize {
 			p = tlog.TreeProof{}
 			return nil
@@ -67,11 +67,11 @@ func (l *Ledger) ProveConsistency(oldSize, newSize uint64) (p tlog.TreeProof, er
 
 // treeView runs fn over the stored tree of one view after checking
 // size <= head.
-func (l *Ledger) treeView(size uint64, fn func(tlog.HashReader) error) error {
+func (l *Ledger) treeView(ctx context.Context, size uint64, fn func(tlog.HashReader) error) error {
 	if size > 1<<62 {
 		return fmt.Errorf("tree size %d: %w", size, ErrBadRange)
 	}
-	return l.view(context.Background(), func(v View) error {
+	return l.view(ctx, func(v View) error {
 		if head := v.Head().Seq; size > head {
 			return fmt.Errorf("tree size %d > %d: %w", size, head, ErrBadRange)
 		}

@@ -23,7 +23,7 @@ import (
 
 func grow(t *testing.T, l *ledger.Ledger, n int) {
 	t.Helper()
-	for size, _ := l.TreeSize(); size < uint64(n); size, _ = l.TreeSize() {
+	for size, _ := l.TreeSize(t.Context()); size < uint64(n); size, _ = l.TreeSize(t.Context()) {
 		_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, x *entry.Entry) error {
 			x.Kind, x.Agent, x.Note = entry.KindUnblock, fmt.Sprintf("agent-%d", size), "re-reviewed"
 			return nil

@@ -18,8 +18,8 @@ import (
 // A Source is a log as Publish reads it. *ledger.Ledger implements it.
 type Source interface {
 	Origin() string
-	TreeSize() (uint64, error)
-	TreeHash(size uint64) (tlog.Hash, error)
+	TreeSize(ctx context.Context) (uint64, error)
+	TreeHash(ctx context.Context, size uint64) (tlog.Hash, error)
 	// Tile returns the bytes of a hash tile or entry bundle of a tree of
 	// at least t.MinTreeSize() entries.
 	Tile(ctx context.Context, t Tile) ([]byte, error)
@@ -74,11 +74,11 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 	if o.FileMode == 0 {
 		o.FileMode = 0o644
 	}
-	size, err := src.TreeSize()
+	size, err := src.TreeSize(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tree size: %w", err)
 	}
-	root, err := src.TreeHash(size)
+	root, err := src.TreeHash(ctx, size)
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tree hash at %d: %w", size, err)
 	}
@@ -95,7 +95,7 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 		if c.Size > size {
 			return nil, fmt.Errorf("tiles: %s: %w: it has %d entries, the ledger %d", cpPath, ErrPublishedFork, c.Size, size)
 		}
-		h, err := src.TreeHash(c.Size)
+		h, err := src.TreeHash(ctx, c.Size)
 		if err != nil {
 			return nil, fmt.Errorf("tiles: tree hash at %d: %w", c.Size, err)
 		}

@@ -73,7 +73,7 @@ type claims struct {
 
 func (s *exportSource) setEmit(f func(Finding)) { s.emit = f }
 
-func (s *exportSource) Blob(sum entry.Hash) ([]byte, error) {
+func (s *exportSource) Blob(_ context.Context, sum entry.Hash) ([]byte, error) {
 	if s.hasBlob && sum == s.blobSum {
 		return bytes.Clone(s.blob), nil
 	}
@@ -238,7 +238,7 @@ func WriteExport(ctx context.Context, w io.Writer, src Source) error {
 			named = c.ContentSHA256
 		}
 		if sum, err := entry.ParseHash(named); err == nil {
-			b, err := blobOf(src, seq, sum)
+			b, err := blobOf(ctx, src, seq, sum)
 			switch {
 			case err == nil:
 				enc := base64.StdEncoding.EncodeToString(b)

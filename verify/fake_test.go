@@ -41,7 +41,7 @@ func (f *fakeSource) Entries(ctx context.Context, fn func(uint64, []byte) error)
 	return nil
 }
 
-func (f *fakeSource) Blob(sum entry.Hash) ([]byte, error) {
+func (f *fakeSource) Blob(_ context.Context, sum entry.Hash) ([]byte, error) {
 	if f.blobErr != nil {
 		return nil, f.blobErr
 	}

@@ -194,7 +194,7 @@ func buildLedger(t testing.TB) *fixture {
 	rec("rejected:AGENT_BLOCKED", doc(t, "h10", "domain-05-product", "domain-02-analysis", nil))
 	f.kinds[17] = "snapshot"
 	rec("rejected:AGENT_BLOCKED,BOUNDARY_VIOLATION", doc(t, "h11", "domain-02-analysis", "domain-06-security", nil))
-	f.head, _, err = l.Head()
+	f.head, _, err = l.Head(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,9 @@ func TestReplayLiveLedger(t *testing.T) {
 		rep, _, err := verify.ReplayWorkers(context.Background(), verify.LedgerSource(l), verify.Options{SkipReevaluate: true, Progress: func(seq uint64) {
 			if seq == 300 && !appended {
 				appended = true
-				before, _, _ := l.Head()
+				before, _, _ := l.Head(t.Context())
 				appendN(1000*(workers+1), 20)
-				if after, _, _ := l.Head(); after != before+20 {
+				if after, _, _ := l.Head(t.Context()); after != before+20 {
 					t.Errorf("head %d after appending 20 to %d", after, before)
 				}
 			}

@@ -52,7 +52,7 @@ func (g *genSource) Entries(ctx context.Context, fn func(uint64, []byte) error) 
 	return nil
 }
 
-func (g *genSource) Blob(sum entry.Hash) ([]byte, error) {
+func (g *genSource) Blob(_ context.Context, sum entry.Hash) ([]byte, error) {
 	switch sum {
 	case g.sum:
 		return g.payload, nil

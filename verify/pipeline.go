@@ -341,7 +341,7 @@ func (r *replayer) prefetch(j *job) {
 		}
 	}()
 	// The source may reuse the bytes once it delivers the next entry.
-	b, err := blobOf(r.src, j.seq, sum)
+	b, err := blobOf(r.ctx, r.src, j.seq, sum)
 	j.blobRes = blobFetch{slices.Clone(b), err}
 }
 
@@ -434,7 +434,7 @@ func (r *replayer) checkBlob(j *job, kind string, sum entry.Hash, size int64) (o
 		if j.stored != nil && entry.Sum256(j.stored) == sum && sb != nil && sb.reaches(sum, j.seq) {
 			b = j.stored
 		} else {
-			b, err = blobOf(r.src, j.seq, sum)
+			b, err = blobOf(r.ctx, r.src, j.seq, sum)
 		}
 	}
 	_, checked := r.src.(concurrentSource)
@@ -515,7 +515,7 @@ func (r *replayer) speculativeSnapshot(what string, sum entry.Hash) (*parsedSnap
 	if _, ok := r.src.(concurrentSource); !ok {
 		return nil, false
 	}
-	b, err := r.src.Blob(sum)
+	b, err := r.src.Blob(r.ctx, sum)
 	if err != nil || entry.Sum256(b) != sum {
 		return nil, false
 	}

@@ -38,7 +38,7 @@ func fakeFromLedger(t *testing.T, path string) *fakeSource {
 			if h == nil {
 				continue
 			}
-			b, err := l.Blob(*h)
+			b, err := l.Blob(t.Context(), *h)
 			switch {
 			case err == nil:
 				src.blobs[*h] = b
@@ -199,7 +199,7 @@ func TestExportLedger(t *testing.T) {
 	if err := verify.WriteExport(t.Context(), &b, verify.LedgerSource(l)); err != nil {
 		t.Fatal(err)
 	}
-	_, head, err := l.Head()
+	_, head, err := l.Head(t.Context())
 	l.Close()
 	if err != nil {
 		t.Fatal(err)

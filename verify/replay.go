@@ -35,7 +35,7 @@ type Options struct {
 	// method value l.Head). It anchors the last entry: without it, a change
 	// to the last entry that leaves it valid cannot be told from the
 	// original.
-	Head func() (seq uint64, h entry.Hash, err error)
+	Head func(ctx context.Context) (seq uint64, h entry.Hash, err error)
 }
 
 // Replay reads every entry of src in stored order, checks it (see the
@@ -68,7 +68,7 @@ func replay(ctx context.Context, src Source, opts Options, p pool, stats *replay
 	}
 	r.snap = newSnapshots()
 	er, _ := src.(entryReader)
-	r.state = newState(er)
+	r.state = newState(ctx, er)
 	if rs, ok := src.(replayScope); ok {
 		rs.beginReplay()
 		defer rs.endReplay() // after the workers stopped
@@ -372,11 +372,11 @@ func (r *replayer) unredacted(seq, of uint64) {
 	if !ok1 || !ok2 || of >= seq {
 		return
 	}
-	t, err := er.entry(of)
+	t, err := er.entry(r.ctx, of)
 	if err != nil || t.Kind != entry.KindHandoff || t.PayloadSHA256 == nil {
 		return // the fold reports a redaction of no handoff
 	}
-	if b, err := es.EntryBlob(of, *t.PayloadSHA256); err == nil && b != nil {
+	if b, err := es.EntryBlob(r.ctx, of, *t.PayloadSHA256); err == nil && b != nil {
 		r.add(Finding{Seq: of, Kind: KindUnredacted, Want: "erased", Got: t.PayloadSHA256.String(),
 			Message: fmt.Sprintf("the payload redaction seq %d erased is readable again", seq)})
 	}
@@ -413,7 +413,7 @@ func (r *replayer) head() error {
 		r.resolve(false)
 		return nil
 	}
-	hs, hh, err := r.opts.Head()
+	hs, hh, err := r.opts.Head(r.ctx)
 	if err != nil {
 		r.resolve(false)
 		if errors.Is(err, ledger.ErrCorrupt) {

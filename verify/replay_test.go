@@ -76,7 +76,7 @@ func TestReplayValid(t *testing.T) {
 
 func TestReplayEmpty(t *testing.T) {
 	rep, err := verify.Replay(t.Context(), &fakeSource{}, verify.Options{
-		Head: func() (uint64, entry.Hash, error) { return 0, entry.Hash{}, nil },
+		Head: func(context.Context) (uint64, entry.Hash, error) { return 0, entry.Hash{}, nil },
 	})
 	if err != nil || !rep.OK() || rep.Entries != 0 || rep.Head != (entry.Hash{}) {
 		t.Fatalf("Replay(empty) = %+v, %v; want OK with 0 entries", rep, err)
@@ -137,10 +137,10 @@ func TestReplayFindings(t *testing.T) {
 		{name: "edited-last-with-head", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			h := c.head
 			mutate(t, c, 9, func(e *entry.Entry) { e.HandoffID = entry.Str("h4x") })
-			o.Head = func() (uint64, entry.Hash, error) { return 9, h, nil }
+			o.Head = func(context.Context) (uint64, entry.Hash, error) { return 9, h, nil }
 		}, firstBad: 9, kinds: "9:hash"},
 		{name: "rewound-head", edit: func(t *testing.T, c *chain, o *verify.Options) {
-			o.Head = func() (uint64, entry.Hash, error) { return 8, entry.LeafHash(c.src.raws[7]), nil }
+			o.Head = func(context.Context) (uint64, entry.Hash, error) { return 8, entry.LeafHash(c.src.raws[7]), nil }
 		}, firstBad: 9, kinds: "9:meta_head"},
 		{name: "not-canonical", edit: func(t *testing.T, c *chain, o *verify.Options) {
 			c.src.raws[2] = append([]byte(" "), c.src.raws[2]...)
@@ -239,7 +239,7 @@ func TestReplaySourceErrors(t *testing.T) {
 	}
 
 	_, err = verify.Replay(t.Context(), baseChain(t).src, verify.Options{SkipReevaluate: true,
-		Head: func() (uint64, entry.Hash, error) { return 0, entry.Hash{}, errors.New("io") }})
+		Head: func(context.Context) (uint64, entry.Hash, error) { return 0, entry.Hash{}, errors.New("io") }})
 	if !errors.Is(err, verify.ErrSource) {
 		t.Errorf("Replay(head fails) = %v, want ErrSource", err)
 	}
@@ -247,7 +247,7 @@ func TestReplaySourceErrors(t *testing.T) {
 
 type panicSource struct{ fakeSource }
 
-func (p *panicSource) Blob(entry.Hash) ([]byte, error) { panic("boom") }
+func (p *panicSource) Blob(context.Context, entry.Hash) ([]byte, error) { panic("boom") }
 
 func TestReplayNeverPanics(t *testing.T) {
 	c := baseChain(t)

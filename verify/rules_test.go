@@ -29,7 +29,7 @@ func storedEntry(t *testing.T, path string, seq uint64) *entry.Entry {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	e, _, err := l.Get(seq)
+	e, _, err := l.Get(t.Context(), seq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestTamperSameSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := l.Blob(*sum)
+			b, err := l.Blob(t.Context(), *sum)
 			l.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -249,7 +249,7 @@ func TestReplaySourcePanics(t *testing.T) {
 func TestReplayHeadCorrupt(t *testing.T) {
 	c := baseChain(t)
 	opts := noReeval
-	opts.Head = func() (uint64, entry.Hash, error) {
+	opts.Head = func(context.Context) (uint64, entry.Hash, error) {
 		return 0, entry.Hash{}, fmt.Errorf("%w: meta head is 7 bytes", ledger.ErrCorrupt)
 	}
 	rep, err := verify.Replay(t.Context(), c.src, opts)

@@ -22,7 +22,7 @@ type Source interface {
 	// recorded. It returns an error wrapping ledger.ErrNotFound or
 	// ledger.ErrRedacted when the bytes are not there. Replay calls it only
 	// from inside fn, for the blobs the entry being processed names.
-	Blob(sum entry.Hash) ([]byte, error)
+	Blob(ctx context.Context, sum entry.Hash) ([]byte, error)
 }
 
 // An EntryBlobSource is a Source that answers for the entry naming the
@@ -32,21 +32,21 @@ type Source interface {
 // EntryBlob when the source has it, and with Blob otherwise.
 type EntryBlobSource interface {
 	Source
-	EntryBlob(seq uint64, sum entry.Hash) ([]byte, error)
+	EntryBlob(ctx context.Context, seq uint64, sum entry.Hash) ([]byte, error)
 }
 
 // blobOf reads the bytes entry seq names by sum from src.
-func blobOf(src Source, seq uint64, sum entry.Hash) ([]byte, error) {
+func blobOf(ctx context.Context, src Source, seq uint64, sum entry.Hash) ([]byte, error) {
 	if es, ok := src.(EntryBlobSource); ok {
-		return es.EntryBlob(seq, sum)
+		return es.EntryBlob(ctx, seq, sum)
 	}
-	return src.Blob(sum)
+	return src.Blob(ctx, sum)
 }
 
 // entryReader is implemented by sources that can read an entry again by
 // seq. Replay uses it to confirm a match of its compact handoff-ID table.
 type entryReader interface {
-	entry(seq uint64) (*entry.Entry, error)
+	entry(ctx context.Context, seq uint64) (*entry.Entry, error)
 }
 
 // emitter is implemented by the package's sources, which find problems of
@@ -194,7 +194,7 @@ func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 	if s.emit != nil {
 		s.emit(Finding{Seq: 0, Kind: KindCorrupt, Message: fmt.Sprintf("walking the entries: %v; the entries after seq %d were read one by one", err, next-min(next, 1))})
 	}
-	head, _, herr := s.l.Head()
+	head, _, herr := s.l.Head(ctx)
 	if herr != nil {
 		return herr
 	}
@@ -202,7 +202,7 @@ func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		_, raw, gerr := s.l.Get(seq)
+		_, raw, gerr := s.l.Get(ctx, seq)
 		switch {
 		case raw != nil:
 			if err := fn(seq, raw); err != nil {
@@ -222,17 +222,17 @@ func (s *ledgerSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 }
 
 // Blob answers as ledger.Ledger.Blob does.
-func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) {
+func (s *ledgerSource) Blob(ctx context.Context, sum entry.Hash) ([]byte, error) {
 	lv := s.lend()
 	if lv == nil {
-		return s.l.Blob(sum)
+		return s.l.Blob(ctx, sum)
 	}
 	data, err := lv.v.Blob(sum)
 	s.giveBack(lv)
 	if errors.Is(err, ledger.ErrNotFound) {
 		// The view may be older than the entry (a ledger written while it
 		// is verified): a view of now answers.
-		return s.l.Blob(sum)
+		return s.l.Blob(ctx, sum)
 	}
 	if err != nil {
 		return nil, err
@@ -244,10 +244,10 @@ func (s *ledgerSource) Blob(sum entry.Hash) ([]byte, error) {
 }
 
 // EntryBlob answers as ledger.Ledger.EntryBlob does.
-func (s *ledgerSource) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
+func (s *ledgerSource) EntryBlob(ctx context.Context, seq uint64, sum entry.Hash) ([]byte, error) {
 	lv := s.lend()
 	if lv == nil {
-		return s.l.EntryBlob(seq, sum)
+		return s.l.EntryBlob(ctx, seq, sum)
 	}
 	r, ok, err := lv.v.Erased(sum)
 	s.giveBack(lv)
@@ -257,10 +257,10 @@ func (s *ledgerSource) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
 	if ok && seq < r {
 		return nil, fmt.Errorf("payload of seq %d: %w by seq %d", seq, ledger.ErrRedacted, r)
 	}
-	return s.Blob(sum)
+	return s.Blob(ctx, sum)
 }
 
-func (s *ledgerSource) entry(seq uint64) (*entry.Entry, error) {
-	e, _, err := s.l.Get(seq)
+func (s *ledgerSource) entry(ctx context.Context, seq uint64) (*entry.Entry, error) {
+	e, _, err := s.l.Get(ctx, seq)
 	return e, err
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -29,9 +30,10 @@ type state struct {
 	blocked  map[string]uint64       // agent -> seq of the entry that blocked it
 	idem     map[uint64]entry.Accept // digest(idempotency key) -> first use
 
-	reader       entryReader // may be nil
-	current      entry.Hash  // payload hash of the handoff being judged
-	approximated bool        // Accepted returned a payload hash that is not the stored one
+	reader       entryReader     // may be nil
+	ctx          context.Context // for reader
+	current      entry.Hash      // payload hash of the handoff being judged
+	approximated bool            // Accepted returned a payload hash that is not the stored one
 }
 
 type acceptedSeq struct {
@@ -41,8 +43,8 @@ type acceptedSeq struct {
 
 const maxPackedSeq = 1<<40 - 1
 
-func newState(r entryReader) *state {
-	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), idem: map[uint64]entry.Accept{}, reader: r}
+func newState(ctx context.Context, r entryReader) *state {
+	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), idem: map[uint64]entry.Accept{}, reader: r, ctx: ctx}
 	rand.Read(s.key[:])
 	return s
 }
@@ -104,7 +106,7 @@ func (s *state) Accepted(id string) (entry.Accept, bool, error) {
 		return entry.Accept{}, false, nil
 	}
 	if s.reader != nil {
-		e, err := s.reader.entry(seq)
+		e, err := s.reader.entry(s.ctx, seq)
 		if err == nil && e.Kind == entry.KindHandoff && e.HandoffID.Valid && e.PayloadSHA256 != nil {
 			if e.HandoffID.S != id {
 				return entry.Accept{}, false, nil

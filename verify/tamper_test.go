@@ -235,7 +235,7 @@ func TestTamperNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		e, _, err := l.Get(seq)
+		e, _, err := l.Get(t.Context(), seq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func TestBlobAsReadersReachIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		e, _, err := l.Get(9)
+		e, _, err := l.Get(t.Context(), 9)
 		if err != nil {
 			t.Fatal(err)
 		}

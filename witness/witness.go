@@ -144,7 +144,7 @@ func firstLine(b []byte) string {
 
 // A Tree proves consistency between two sizes of the log.
 type Tree interface {
-	ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error)
+	ProveConsistency(ctx context.Context, oldSize, newSize uint64) (tlog.TreeProof, error)
 }
 
 // A Submitter keeps, per witness of a policy, the size the witness last
@@ -190,7 +190,7 @@ func (s *Submitter) Submit(ctx context.Context, tree Tree, signed []byte) ([]byt
 			}
 			var proof tlog.TreeProof
 			if old > 0 && old < cp.Size {
-				if proof, err = tree.ProveConsistency(old, cp.Size); err != nil {
+				if proof, err = tree.ProveConsistency(ctx, old, cp.Size); err != nil {
 					o.Err = fmt.Errorf("%w: consistency proof %d..%d: %w", ErrWitness, old, cp.Size, err)
 					break
 				}

@@ -23,7 +23,7 @@ import (
 
 func grow(t *testing.T, l *ledger.Ledger, n int, tag string) {
 	t.Helper()
-	for size, _ := l.TreeSize(); size < uint64(n); size, _ = l.TreeSize() {
+	for size, _ := l.TreeSize(t.Context()); size < uint64(n); size, _ = l.TreeSize(t.Context()) {
 		_, err := l.Append(context.Background(), &ledger.Request{Build: func(_ ledger.State, x *entry.Entry) error {
 			x.Kind, x.Agent, x.Note = entry.KindUnblock, fmt.Sprintf("agent-%d-%s", size, tag), "re-reviewed"
 			return nil
@@ -68,7 +68,7 @@ func TestSubmit(t *testing.T) {
 	submit := func(n int) ([]byte, []witness.Outcome) {
 		t.Helper()
 		grow(t, l, n, "")
-		signed, err := checkpoint.Make(l, signer)
+		signed, err := checkpoint.Make(ctx, l, signer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestSubmit(t *testing.T) {
 	}
 	defer l2.Close()
 	grow(t, l2, 40, "forked")
-	forked, _ := checkpoint.Make(l2, signer)
+	forked, _ := checkpoint.Make(ctx, l2, signer)
 	got, outs := sub.Submit(ctx, l2, forked)
 	for _, o := range outs {
 		if !errors.Is(o.Err, witness.ErrFork) {
@@ -129,7 +129,7 @@ func TestSubmit(t *testing.T) {
 	}
 	defer l3.Close()
 	grow(t, l3, 10, "")
-	old, _ := checkpoint.Make(l3, signer)
+	old, _ := checkpoint.Make(ctx, l3, signer)
 	_, outs = (&witness.Submitter{Policy: p}).Submit(ctx, l3, old)
 	for _, o := range outs {
 		if !errors.Is(o.Err, witness.ErrFork) || !strings.Contains(o.Err.Error(), "size 30") {

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -30,14 +31,14 @@ const MaxBundleSize = 4 << 20
 type Source interface {
 	checkpoint.TreeReader
 	// Get returns entry seq and its canonical bytes.
-	Get(seq uint64) (*entry.Entry, []byte, error)
+	Get(ctx context.Context, seq uint64) (*entry.Entry, []byte, error)
 	// Blob returns the stored bytes whose SHA-256 is sum, or an error
 	// wrapping ledger.ErrRedacted (removed by a redaction) or
 	// ledger.ErrNotFound (never stored, e.g. too large).
-	Blob(sum entry.Hash) ([]byte, error)
+	Blob(ctx context.Context, sum entry.Hash) ([]byte, error)
 	// ProveInclusion returns the audit path of entry seq (leaf seq-1) in the
 	// tree of size entries.
-	ProveInclusion(seq, size uint64) (tlog.RecordProof, error)
+	ProveInclusion(ctx context.Context, seq, size uint64) (tlog.RecordProof, error)
 }
 
 var _ Source = (*ledger.Ledger)(nil)
@@ -79,13 +80,13 @@ type Options struct {
 	Checkpoint []byte
 }
 
-func (o *Options) checkpoint(src Source) (*checkpoint.Checkpoint, error) {
+func (o *Options) checkpoint(ctx context.Context, src Source) (*checkpoint.Checkpoint, error) {
 	var signed []byte
 	switch {
 	case o == nil || o.Signer == nil && o.Checkpoint == nil:
 		return nil, errors.New("bundle: need a signer key or an existing checkpoint")
 	case o.Signer != nil:
-		b, err := checkpoint.Make(src, o.Signer)
+		b, err := checkpoint.Make(ctx, src, o.Signer)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +98,7 @@ func (o *Options) checkpoint(src Source) (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkpoint.CheckLedger(src, cp); err != nil {
+	if err := checkpoint.CheckLedger(ctx, src, cp); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -111,20 +112,20 @@ var ErrSeqRange = errors.New("bundle: seq outside the checkpoint's tree")
 // whose stored tree disagrees with its entries fails here, not at the
 // verifier). The payload is included when the source still has it;
 // Redacted is set when Blob reports ledger.ErrRedacted.
-func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
-	cp, err := opts.checkpoint(src)
+func Prove(ctx context.Context, src Source, seq uint64, opts *Options) (*Inclusion, error) {
+	cp, err := opts.checkpoint(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	if seq == 0 || seq > cp.Size {
 		return nil, fmt.Errorf("%w: seq %d, checkpoint size %d", ErrSeqRange, seq, cp.Size)
 	}
-	e, canon, err := src.Get(seq)
+	e, canon, err := src.Get(ctx, seq)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: entry %d: %w", seq, err)
 	}
 	leaf := tlog.RecordHash(canon)
-	p, err := src.ProveInclusion(seq, cp.Size)
+	p, err := src.ProveInclusion(ctx, seq, cp.Size)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: inclusion proof of %d in %d: %w", seq, cp.Size, err)
 	}
@@ -140,7 +141,7 @@ func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
 		}); ok {
 			data, err = es.EntryBlob(seq, *sum) // per entry: a redaction stays
 		} else {
-			data, err = src.Blob(*sum)
+			data, err = src.Blob(ctx, *sum)
 		}
 		switch {
 		case err == nil:
@@ -159,15 +160,15 @@ func Prove(src Source, seq uint64, opts *Options) (*Inclusion, error) {
 // ProveConsistency returns the consistency bundle from oldCheckpoint (a
 // signed checkpoint of src, not verified here) to the checkpoint chosen by
 // opts. src must extend both.
-func ProveConsistency(src Source, oldCheckpoint []byte, opts *Options) (*Consistency, error) {
+func ProveConsistency(ctx context.Context, src Source, oldCheckpoint []byte, opts *Options) (*Consistency, error) {
 	old, err := checkpoint.Parse(oldCheckpoint)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: old checkpoint: %w", err)
 	}
-	if err := checkpoint.CheckLedger(src, old); err != nil {
+	if err := checkpoint.CheckLedger(ctx, src, old); err != nil {
 		return nil, fmt.Errorf("bundle: old checkpoint: %w", err)
 	}
-	cp, err := opts.checkpoint(src)
+	cp, err := opts.checkpoint(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func ProveConsistency(src Source, oldCheckpoint []byte, opts *Options) (*Consist
 	}
 	var p tlog.TreeProof
 	if old.Size > 0 && old.Size < cp.Size {
-		p, err = src.ProveConsistency(old.Size, cp.Size)
+		p, err = src.ProveConsistency(ctx, old.Size, cp.Size)
 		if err != nil {
 			return nil, fmt.Errorf("bundle: consistency proof %d..%d: %w", old.Size, cp.Size, err)
 		}

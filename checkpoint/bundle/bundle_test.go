@@ -102,7 +102,7 @@ func TestEverySize(t *testing.T) {
 			cps = append(cps, nil)
 			for n := 1; n <= 64; n++ {
 				src.appendOne(t, n)
-				cp, err := checkpoint.Make(src, s)
+				cp, err := checkpoint.Make(t.Context(), src, s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,7 +115,7 @@ func TestEverySize(t *testing.T) {
 				// spread of sizes; the independent verifier runs at all.
 				full := n <= 5 || n%8 == 0 || n == 33 || n == 63
 				for seq := uint64(1); seq <= uint64(n); seq++ {
-					b, err := bundle.Prove(src, seq, &bundle.Options{Checkpoint: cp})
+					b, err := bundle.Prove(t.Context(), src, seq, &bundle.Options{Checkpoint: cp})
 					if err != nil {
 						t.Fatalf("Prove(%d) at %d: %v", seq, n, err)
 					}
@@ -134,7 +134,7 @@ func TestEverySize(t *testing.T) {
 					}
 				}
 				for old := 1; old <= n; old++ {
-					b, err := bundle.ProveConsistency(src, cps[old], &bundle.Options{Checkpoint: cp})
+					b, err := bundle.ProveConsistency(t.Context(), src, cps[old], &bundle.Options{Checkpoint: cp})
 					if err != nil {
 						t.Fatalf("ProveConsistency(%d, %d): %v", old, n, err)
 					}
@@ -156,10 +156,10 @@ func TestEverySize(t *testing.T) {
 			}
 			// Both trees agree with a root computed from the entries alone.
 			root, err := checkpoint.RootFromLeaves(context.Background(), 64, func(i uint64) (tlog.Hash, error) {
-				_, raw, err := src.Get(i + 1)
+				_, raw, err := src.Get(t.Context(), i+1)
 				return tlog.RecordHash(raw), err
 			})
-			want, _ := src.TreeHash(64)
+			want, _ := src.TreeHash(t.Context(), 64)
 			if err != nil || root != want {
 				t.Fatalf("RootFromLeaves = %x, %v; TreeHash = %x", root, err, want)
 			}
@@ -198,7 +198,7 @@ func TestProvePayloads(t *testing.T) {
 	}
 	check := func(seq uint64, want string) {
 		t.Helper()
-		b, err := bundle.Prove(l, seq, &bundle.Options{Signer: s})
+		b, err := bundle.Prove(t.Context(), l, seq, &bundle.Options{Signer: s})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,10 +214,10 @@ func TestProvePayloads(t *testing.T) {
 	}
 	check(seq, bundle.PayloadRedacted)
 	check(seq+1, bundle.PayloadNone) // the redaction entry
-	if _, err := bundle.Prove(l, 99, &bundle.Options{Signer: s}); !errors.Is(err, bundle.ErrSeqRange) {
+	if _, err := bundle.Prove(t.Context(), l, 99, &bundle.Options{Signer: s}); !errors.Is(err, bundle.ErrSeqRange) {
 		t.Fatalf("Prove(99) = %v, want ErrSeqRange", err)
 	}
-	if _, err := bundle.Prove(l, 0, &bundle.Options{Signer: s}); !errors.Is(err, bundle.ErrSeqRange) {
+	if _, err := bundle.Prove(t.Context(), l, 0, &bundle.Options{Signer: s}); !errors.Is(err, bundle.ErrSeqRange) {
 		t.Fatalf("Prove(0) = %v, want ErrSeqRange", err)
 	}
 }
@@ -236,14 +236,14 @@ func BenchmarkProve(b *testing.B) {
 		}
 	}
 	b.Logf("built %d leaves in %v", n, time.Since(start))
-	size, _ := l.TreeSize()
+	size, _ := l.TreeSize(b.Context())
 	b.Run("inclusion/1M", func(b *testing.B) {
 		b.ReportAllocs()
 		l.Reads.Store(0)
 		l.Calls.Store(0)
 		for i := 0; b.Loop(); i++ {
 			seq := uint64(i*7919)%size + 1
-			if _, err := l.ProveInclusion(seq, size); err != nil {
+			if _, err := l.ProveInclusion(b.Context(), seq, size); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -256,7 +256,7 @@ func BenchmarkProve(b *testing.B) {
 		l.Calls.Store(0)
 		for i := 0; b.Loop(); i++ {
 			old := uint64(i*7919)%size + 1
-			if _, err := l.ProveConsistency(old, size); err != nil {
+			if _, err := l.ProveConsistency(b.Context(), old, size); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -265,7 +265,7 @@ func BenchmarkProve(b *testing.B) {
 	})
 	b.Run("treehash/1M", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := l.TreeHash(size); err != nil {
+			if _, err := l.TreeHash(b.Context(), size); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -63,7 +63,7 @@ Examples:
 				return err
 			}
 			defer l.Close()
-			bs, err := l.Blocks()
+			bs, err := l.Blocks(c.Context)
 			if err != nil {
 				return ledgerErr(g.dbName(), err)
 			}

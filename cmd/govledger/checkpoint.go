@@ -55,7 +55,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			msg, err := checkpoint.Make(l, s)
+			msg, err := checkpoint.Make(c.Context, l, s)
 			if err != nil {
 				return internalErr(err)
 			}

@@ -89,7 +89,7 @@ func TestCheckpointRotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _, err := l.Get(4)
+	e, _, err := l.Get(t.Context(), 4)
 	l.Close()
 	nb, _ := os.ReadFile(newPub)
 	ob, _ := os.ReadFile(oldPub)

@@ -79,7 +79,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			total, _, _ := src.Head()
+			total, _, _ := src.Head(c.Context)
 			prog, done := progress(g, total, "copy")
 			opts := &ledger.CopyOptions{}
 			if prog != nil {

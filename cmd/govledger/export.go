@@ -50,7 +50,7 @@ Examples:
 				return err
 			}
 			defer l.Close()
-			head, _, err := l.Head()
+			head, _, err := l.Head(c.Context)
 			if err != nil {
 				return ledgerReadErr(0, err)
 			}

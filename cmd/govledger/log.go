@@ -108,7 +108,7 @@ Examples:
 				if limit > 0 && kind == "" && code == "" {
 					q.Limit = min(logChunk, limit-shown+1)
 				}
-				seqs, err := l.Find(q)
+				seqs, err := l.Find(c.Context, q)
 				if err != nil {
 					return ledgerReadErr(0, err)
 				}
@@ -116,7 +116,7 @@ Examples:
 					slices.Reverse(seqs)
 				}
 				for _, seq := range seqs {
-					e, raw, err := l.Get(seq)
+					e, raw, err := l.Get(c.Context, seq)
 					if err != nil {
 						return ledgerReadErr(seq, err)
 					}

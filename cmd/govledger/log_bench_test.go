@@ -183,12 +183,12 @@ func BenchmarkLogLimit(b *testing.B) {
 	for _, c := range queries {
 		b.Run("query/"+c.name, func(b *testing.B) {
 			side(b, func(i int) {
-				seqs, err := ls[i].Find(c.q(sizes[i]))
+				seqs, err := ls[i].Find(b.Context(), c.q(sizes[i]))
 				if err != nil || len(seqs) != 20 {
 					b.Fatalf("Find: %d seqs, %v", len(seqs), err)
 				}
 				for _, seq := range seqs {
-					if _, _, err := ls[i].Get(seq); err != nil {
+					if _, _, err := ls[i].Get(b.Context(), seq); err != nil {
 						b.Fatal(err)
 					}
 				}

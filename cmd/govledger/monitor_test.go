@@ -33,7 +33,7 @@ func growLedger(t *testing.T, e *serveEnv, path string, n, forkAt int, tag strin
 		t.Fatal(err)
 	}
 	defer l.Close()
-	for size, _ := l.TreeSize(); size < uint64(n); size, _ = l.TreeSize() {
+	for size, _ := l.TreeSize(t.Context()); size < uint64(n); size, _ = l.TreeSize(t.Context()) {
 		payload := fmt.Appendf(nil, "payload-%d", size+1)
 		if int(size) >= forkAt {
 			payload = fmt.Appendf(payload, "-%s", tag)

@@ -37,7 +37,7 @@ func newTestLedger(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	for size := uint64(0); size < uint64(n); size, _ = l.TreeSize() {
+	for size := uint64(0); size < uint64(n); size, _ = l.TreeSize(t.Context()) {
 		payload := []byte(fmt.Sprintf("payload-%d", size+1))
 		_, err := l.Append(context.Background(), &ledger.Request{
 			Snapshots: []ledger.Snapshot{{What: entry.SnapshotManifest, Bytes: []byte("m")}, {What: entry.SnapshotLock, Bytes: []byte("l")}},

@@ -93,12 +93,12 @@ Examples:
 				if err != nil {
 					return inputErr(err)
 				}
-				b, err = bundle.ProveConsistency(l, old, opts)
+				b, err = bundle.ProveConsistency(c.Context, l, old, opts)
 				if err != nil {
 					return proveErr(err)
 				}
 			} else {
-				b, err = bundle.Prove(l, seq, opts)
+				b, err = bundle.Prove(c.Context, l, seq, opts)
 				if err != nil {
 					return proveErr(err)
 				}

@@ -420,7 +420,7 @@ func (d *decider) validate(cfg *govern.Config, name string, p *govern.Payload) (
 		d.l = l
 	}
 	var o *govern.Outcome
-	err := d.l.View(func(st ledger.State) error {
+	err := d.l.View(d.c.Context, func(st ledger.State) error {
 		var verr error
 		o, verr = govern.Validate(cfg, name, p, st)
 		return verr
@@ -519,7 +519,7 @@ func (d *decider) decide(cfg *govern.Config, name string, line int, p *govern.Pa
 	}
 	o, err := govern.Record(d.c.Context, d.l, cfg, name, p)
 	if used := (*govern.KeyUsedError)(nil); errors.As(err, &used) {
-		o, err = cfg.Replay(d.l, name, p, used)
+		o, err = cfg.Replay(d.c.Context, d.l, name, p, used)
 	}
 	if errors.Is(err, govern.ErrIdempotencyConflict) {
 		return docResult{File: name, Line: line, Reasons: []reason.Reason{},

@@ -328,7 +328,7 @@ func TestRecordStreamReleasesLedger(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after line %d, while record - waits on stdin: %v", i, err)
 		}
-		size, _ := l.TreeSize()
+		size, _ := l.TreeSize(t.Context())
 		l.Close()
 		if want := uint64(2 + i); size != want {
 			t.Errorf("after line %d: %d entries, want %d (each answer is durable)", i, size, want)
@@ -386,7 +386,7 @@ func TestRecordConcurrentProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	size, _ := holder.TreeSize()
+	size, _ := holder.TreeSize(t.Context())
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -409,7 +409,7 @@ func TestRecordConcurrentProcesses(t *testing.T) {
 			t.Errorf("%s: %v, want exit %d and %q\n%s", tc.name, err, tc.exit, tc.want, out)
 		}
 	}
-	if after, _ := holder.TreeSize(); after != size {
+	if after, _ := holder.TreeSize(t.Context()); after != size {
 		t.Errorf("busy ledger grew from %d to %d entries", size, after)
 	}
 	holder.Close()

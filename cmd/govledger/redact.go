@@ -46,7 +46,7 @@ Examples:
 				return err
 			}
 			defer l.Close()
-			target, _, err := l.Get(seq)
+			target, _, err := l.Get(c.Context, seq)
 			if err != nil {
 				if errors.Is(err, ledger.ErrNotFound) {
 					return inputErr(fmt.Errorf("redact: no entry %d", seq))

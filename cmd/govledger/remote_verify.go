@@ -202,17 +202,17 @@ func (t *memTree) ReadHashes(idx []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-func (t *memTree) Origin() string            { return t.origin }
-func (t *memTree) TreeSize() (uint64, error) { return uint64(len(t.leaves)), nil }
+func (t *memTree) Origin() string                           { return t.origin }
+func (t *memTree) TreeSize(context.Context) (uint64, error) { return uint64(len(t.leaves)), nil }
 
-func (t *memTree) TreeHash(size uint64) (tlog.Hash, error) {
+func (t *memTree) TreeHash(_ context.Context, size uint64) (tlog.Hash, error) {
 	if size > uint64(len(t.leaves)) {
 		return tlog.Hash{}, fmt.Errorf("tree size %d beyond the export's %d entries", size, len(t.leaves))
 	}
 	return tlog.TreeHash(int64(size), t)
 }
 
-func (t *memTree) ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error) {
+func (t *memTree) ProveConsistency(_ context.Context, oldSize, newSize uint64) (tlog.TreeProof, error) {
 	if newSize > uint64(len(t.leaves)) || oldSize > newSize {
 		return nil, fmt.Errorf("consistency %d..%d beyond the export's %d entries", oldSize, newSize, len(t.leaves))
 	}

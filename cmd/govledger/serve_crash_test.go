@@ -224,7 +224,7 @@ func TestServeDrain(t *testing.T) {
 	}
 	defer l.Close()
 	for seq, h := range acked {
-		_, raw, err := l.Get(seq)
+		_, raw, err := l.Get(t.Context(), seq)
 		if err != nil || entry.LeafHash(raw).String() != h {
 			t.Fatalf("acknowledged seq %d (%s) not in the ledger after the drain: %v", seq, h, err)
 		}

@@ -23,7 +23,7 @@ func commitPokes(ctx context.Context, wg *sync.WaitGroup, l *ledger.Ledger, be *
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		head, _ := l.TreeSize()
+		head, _ := l.TreeSize(ctx)
 		be.Watch(ctx, head, func(server.EntryView) error {
 			select {
 			case poke <- struct{}{}:

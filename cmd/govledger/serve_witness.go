@@ -80,7 +80,7 @@ func startWitnessing(ctx context.Context, log *slog.Logger, reg prometheus.Regis
 				return
 			case <-poke:
 			}
-			signed, err := checkpoint.Make(l, signer)
+			signed, err := checkpoint.Make(ctx, l, signer)
 			if err != nil {
 				log.Error("witnessing: signing a checkpoint failed", "error", err.Error())
 				continue

@@ -77,12 +77,12 @@ func (v *serveVerifier) once(ctx context.Context) {
 	rep, err := verify.Replay(ctx, verify.LedgerSource(v.l), verify.Options{
 		Progress:   func(seq uint64) { last.Store(seq) },
 		Structural: v.l.Check,
-		Head: func() (uint64, entry.Hash, error) {
-			hs, hh, err := v.l.Head()
+		Head: func(ctx context.Context) (uint64, entry.Hash, error) {
+			hs, hh, err := v.l.Head(ctx)
 			if err != nil || hs <= last.Load() {
 				return hs, hh, err
 			}
-			next, _, err := v.l.Get(last.Load() + 1)
+			next, _, err := v.l.Get(ctx, last.Load()+1)
 			if err != nil {
 				return 0, entry.Hash{}, err
 			}

@@ -76,14 +76,14 @@ Examples:
 			if n, perr := strconv.ParseUint(arg, 10, 64); perr == nil && n > 0 {
 				seqs = []uint64{n}
 			} else {
-				if seqs, err = l.Find(ledger.Query{HandoffID: arg}); err != nil {
+				if seqs, err = l.Find(c.Context, ledger.Query{HandoffID: arg}); err != nil {
 					return ledgerReadErr(0, err)
 				}
 			}
 			if len(seqs) == 0 {
 				return usageErr("show: no entry %q", arg)
 			}
-			e, raw, err := l.Get(seqs[0])
+			e, raw, err := l.Get(c.Context, seqs[0])
 			if errors.Is(err, ledger.ErrNotFound) {
 				return usageErr("show: no entry with seq %d", seqs[0])
 			} else if err != nil {
@@ -92,7 +92,7 @@ Examples:
 			res := &showResult{Schema: "govledger.show/v1", Seq: e.Seq, Hash: entry.LeafHash(raw).String(),
 				Entry: jsontext.Value(raw), Reasons: reasonsOf(e), Others: seqs[1:]}
 			if sum := e.Blob(); sum != nil {
-				p, err := l.EntryBlob(e.Seq, *sum)
+				p, err := l.EntryBlob(c.Context, e.Seq, *sum)
 				switch {
 				case errors.Is(err, ledger.ErrRedacted):
 					res.Redacted = true

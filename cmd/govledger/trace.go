@@ -51,13 +51,13 @@ Examples:
 			}
 			defer l.Close()
 			wf := c.Args().First()
-			seqs, err := l.Find(ledger.Query{WorkflowID: wf})
+			seqs, err := l.Find(c.Context, ledger.Query{WorkflowID: wf})
 			if err != nil {
 				return ledgerReadErr(0, err)
 			}
 			res := &traceResult{Schema: "govledger.trace/v1", WorkflowID: wf, Steps: []entryView{}}
 			for _, seq := range seqs {
-				e, raw, err := l.Get(seq)
+				e, raw, err := l.Get(c.Context, seq)
 				if err != nil {
 					return ledgerReadErr(seq, err)
 				}

@@ -115,7 +115,7 @@ which). The download is cut after --idle-timeout without a byte, or beyond
 				}
 				defer l.Close()
 				res.Source = g.dbName()
-				head, _, _ := l.Head()
+				head, _, _ := l.Head(c.Context)
 				prog, done := progress(g, head, "verify")
 				rep, err = verify.Replay(c.Context, verify.LedgerSource(l), verify.Options{
 					Progress: prog, Structural: l.Check, Head: l.Head,

@@ -95,7 +95,7 @@ func BenchmarkScanVerify(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	n, _, _ := l.Head()
+	n, _, _ := l.Head(b.Context())
 	l.Scan(context.Background(), 1, func(_ uint64, raw []byte) error { size += int64(len(raw)); return nil })
 	b.Run("ledger", func(b *testing.B) {
 		b.ReportAllocs()

@@ -43,7 +43,7 @@ func sample(t *testing.T) (string, uint64) {
 		t.Fatal(err)
 	}
 	bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "y", Source: "a", Target: "b", NoSnapshots: true})
-	head, _, _ := l.Head()
+	head, _, _ := l.Head(t.Context())
 	path := l.Path()
 	l.Close()
 	return path, head
@@ -65,7 +65,7 @@ func TestCheckFindsTampering(t *testing.T) {
 	e3 := func(path string) *entry.Entry {
 		l, _ := bolt.Open(path, &bolt.Options{ReadOnly: true})
 		defer l.Close()
-		e, _, _ := l.Get(3)
+		e, _, _ := l.Get(t.Context(), 3)
 		return e
 	}(src)
 	tests := []struct {
@@ -188,8 +188,8 @@ func TestCheckFindsTampering(t *testing.T) {
 func TestAnchorNeeded(t *testing.T) {
 	src, head := sample(t)
 	l, _ := bolt.Open(src, &bolt.Options{ReadOnly: true})
-	oldRoot, _ := l.TreeHash(head)
-	oldRoot5, _ := l.TreeHash(5)
+	oldRoot, _ := l.TreeHash(t.Context(), head)
+	oldRoot5, _ := l.TreeHash(t.Context(), 5)
 	l.Close()
 	tests := []struct {
 		name   string
@@ -214,17 +214,17 @@ func TestAnchorNeeded(t *testing.T) {
 			}
 			defer l.Close()
 			chainWalk(t, l)
-			if seq, _, _ := l.Head(); seq != tt.size {
+			if seq, _, _ := l.Head(t.Context()); seq != tt.size {
 				t.Errorf("head = %d, want %d", seq, tt.size)
 			}
-			if r5, _ := l.TreeHash(5); r5 != oldRoot5 {
+			if r5, _ := l.TreeHash(t.Context(), 5); r5 != oldRoot5 {
 				t.Errorf("the untouched prefix changed")
 			}
 			if tt.size == head {
-				if r, _ := l.TreeHash(head); r == oldRoot {
+				if r, _ := l.TreeHash(t.Context(), head); r == oldRoot {
 					t.Errorf("rewritten ledger has the old root")
 				}
-			} else if _, err := l.TreeHash(head); !errors.Is(err, ledger.ErrBadRange) {
+			} else if _, err := l.TreeHash(t.Context(), head); !errors.Is(err, ledger.ErrBadRange) {
 				t.Errorf("TreeHash(old size) = %v, want ErrBadRange", err)
 			}
 		})
@@ -311,13 +311,13 @@ func TestCorruptNeverPanics(t *testing.T) {
 		}
 		l.Scan(ctx, 0, func(seq uint64, raw []byte) error { _, err := entry.Decode(raw); return err })
 		for seq := uint64(1); seq <= head+1; seq++ {
-			l.Get(seq)
+			l.Get(ctx, seq)
 		}
-		l.Blob(entry.Sum256(bolttest.LockBytes))
-		l.Find(ledger.Query{Agent: "domain-05-product"})
-		l.Find(ledger.Query{})
-		l.TreeHash(head)
-		l.ProveInclusion(3, head)
+		l.Blob(ctx, entry.Sum256(bolttest.LockBytes))
+		l.Find(ctx, ledger.Query{Agent: "domain-05-product"})
+		l.Find(ctx, ledger.Query{})
+		l.TreeHash(ctx, head)
+		l.ProveInclusion(ctx, 3, head)
 		tc := time.Now()
 		fs, err := l.Check(ctx)
 		tCheck := time.Since(tc)

@@ -69,7 +69,7 @@ func buildStreamLedger(t *testing.T) streamLedger {
 		}
 		add(h, key)
 		if i == 201 {
-			s.seq["h-0003 again"], _, _ = l.Head()
+			s.seq["h-0003 again"], _, _ = l.Head(ctx)
 		}
 		if i == 301 {
 			s.seq["unblock"] = bolttest.AppendUnblock(t, l, "domain-05-product", "fixed").Entry.Seq
@@ -85,7 +85,7 @@ func buildStreamLedger(t *testing.T) streamLedger {
 	h := handoff(streamHandoffs)
 	h.Payload = sharedPayload // stored again after its redaction
 	add(h, "")
-	s.head, _, _ = l.Head()
+	s.head, _, _ = l.Head(ctx)
 	return s
 }
 

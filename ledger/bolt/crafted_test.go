@@ -84,7 +84,7 @@ func TestCraftedFilesRefused(t *testing.T) {
 			}
 			defer l.Close()
 			for _, seq := range []uint64{1, 60, 120} {
-				if _, _, err := l.Get(seq); err != nil && !errors.Is(err, ledger.ErrCorrupt) {
+				if _, _, err := l.Get(t.Context(), seq); err != nil && !errors.Is(err, ledger.ErrCorrupt) {
 					t.Errorf("read-only Get(%d) = %v, want nil or ErrCorrupt", seq, err)
 				}
 			}

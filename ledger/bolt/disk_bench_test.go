@@ -66,7 +66,7 @@ func BenchmarkDiskPerEntry(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		head, _, err := l.Head()
+		head, _, err := l.Head(b.Context())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -108,7 +108,7 @@ func testFindPaging(t *testing.T, batch int) {
 				for _, newest := range []bool{false, true} {
 					q := f
 					q.After, q.Before, q.Limit, q.Newest = b[0], b[1], limit, newest
-					got, err := l.Find(q)
+					got, err := l.Find(t.Context(), q)
 					if want := brute(q); err != nil || !slices.Equal(got, want) {
 						t.Errorf("Find(%+v) = %v, %v; want %v", q, got, err, want)
 					}
@@ -125,7 +125,7 @@ func testFindPaging(t *testing.T, batch int) {
 			q := f
 			q.Limit, q.Newest = 4, newest
 			for pages := 0; pages <= len(want); pages++ {
-				page, err := l.Find(q)
+				page, err := l.Find(t.Context(), q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +176,7 @@ func TestFindListedTwice(t *testing.T) {
 	}
 	defer r.Close()
 	for _, q := range []ledger.Query{{Agent: "a"}, {Agent: "a", Limit: 10}, {Agent: "a", Limit: 10, Newest: true}} {
-		if got, err := r.Find(q); err != nil || !slices.Equal(got, seqs) {
+		if got, err := r.Find(t.Context(), q); err != nil || !slices.Equal(got, seqs) {
 			t.Errorf("Find(%+v) = %v, %v; want %v", q, got, err, seqs)
 		}
 	}

@@ -203,11 +203,11 @@ func guardReads(head uint64, blobKey []byte) map[string][]guardRead {
 	sum := entry.Sum256(payload)
 	return map[string][]guardRead{
 		"entries": {
-			{"Get", be(1), func(l *ledger.Ledger) error { _, _, err := l.Get(1); return err }},
+			{"Get", be(1), func(l *ledger.Ledger) error { _, _, err := l.Get(ctx, 1); return err }},
 			// A full level-0 tile is not stored: the proof hashes its
 			// entries, read from entry 1 on.
 			{"ProveInclusion", be(1), func(l *ledger.Ledger) error {
-				_, err := l.ProveInclusion(1, head)
+				_, err := l.ProveInclusion(ctx, 1, head)
 				return err
 			}},
 			{"Scan", be(1), func(l *ledger.Ledger) error {
@@ -215,18 +215,18 @@ func guardReads(head uint64, blobKey []byte) map[string][]guardRead {
 			}},
 			// Without an indexed field, Find reads the entries; a time
 			// bound is a binary search over them, ending at entry 1 here.
-			{"Find all", be(1), func(l *ledger.Ledger) error { _, err := l.Find(ledger.Query{}); return err }},
+			{"Find all", be(1), func(l *ledger.Ledger) error { _, err := l.Find(ctx, ledger.Query{}); return err }},
 			{"Find since", be(1), func(l *ledger.Ledger) error {
-				_, err := l.Find(ledger.Query{Since: time.Unix(1, 0), Limit: 5})
+				_, err := l.Find(ctx, ledger.Query{Since: time.Unix(1, 0), Limit: 5})
 				return err
 			}},
 		},
 		"idx_blob": {
-			{"Blob", sum[:], func(l *ledger.Ledger) error { _, err := l.Blob(sum); return err }},
+			{"Blob", sum[:], func(l *ledger.Ledger) error { _, err := l.Blob(ctx, sum); return err }},
 		},
 		"blobs": {
 			{"Blob", blobKey, func(l *ledger.Ledger) error {
-				b, err := l.Blob(sum)
+				b, err := l.Blob(ctx, sum)
 				if err == nil && !bytes.Equal(b, payload) {
 					return fmt.Errorf("Blob returned other bytes")
 				}
@@ -235,11 +235,11 @@ func guardReads(head uint64, blobKey []byte) map[string][]guardRead {
 		},
 		"idx_agent": {
 			{"Find agent oldest", append(ax, be(1)...), func(l *ledger.Ledger) error {
-				_, err := l.Find(ledger.Query{Agent: agent, Limit: 5})
+				_, err := l.Find(ctx, ledger.Query{Agent: agent, Limit: 5})
 				return err
 			}},
 			{"Find agent all", append(ax, be(1)...), func(l *ledger.Ledger) error {
-				_, err := l.Find(ledger.Query{Agent: agent})
+				_, err := l.Find(ctx, ledger.Query{Agent: agent})
 				return err
 			}},
 		},
@@ -309,7 +309,7 @@ func TestGuardedReadsRefuseDamagedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, _, err := l.Head()
+	head, _, err := l.Head(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,13 +409,13 @@ func pointReads(l *ledger.Ledger, seqs []uint64, head uint64, agent, workflow st
 			out = append(out, fmt.Sprintf("ok %x", entry.Sum256(fmt.Appendf(nil, "%#v", v))))
 		}
 	}
-	h, hash, err := l.Head()
+	h, hash, err := l.Head(context.Background())
 	add([]any{h, hash}, err)
 	for _, seq := range seqs {
-		_, raw, err := l.Get(seq)
+		_, raw, err := l.Get(context.Background(), seq)
 		add(raw, err)
 	}
-	b, err := l.Blob(blob)
+	b, err := l.Blob(context.Background(), blob)
 	add(b, err)
 	for _, q := range []ledger.Query{
 		{Limit: 5, Newest: true},                         // log --limit 5
@@ -425,11 +425,11 @@ func pointReads(l *ledger.Ledger, seqs []uint64, head uint64, agent, workflow st
 		{Since: time.Unix(1, 0), Limit: 3, Newest: true}, // log --since --limit 3
 		{Before: head / 2, Limit: 3, Newest: true},       // a page deep in the log
 	} {
-		add(l.Find(q))
+		add(l.Find(context.Background(), q))
 	}
-	add(l.ProveInclusion(min(3, head), head))
-	add(l.TreeHash(head))
-	bs, err := l.Blocks()
+	add(l.ProveInclusion(context.Background(), min(3, head), head))
+	add(l.TreeHash(context.Background(), head))
+	bs, err := l.Blocks(context.Background())
 	var blocks []string
 	for _, b := range bs {
 		if err != nil || b.Entry == nil {
@@ -497,7 +497,7 @@ func TestGuardedReadsRandomDamage(t *testing.T) {
 	}
 	head := uint64(guardHandoffs * 3) // an upper bound; the reads clamp
 	if l, err := bolt.Open(path, &bolt.Options{ReadOnly: true}); err == nil {
-		head, _, _ = l.Head()
+		head, _, _ = l.Head(t.Context())
 		l.Close()
 	}
 	seqs := []uint64{1, 2, head / 3, head / 2, head - 1, head, head + 1}
@@ -609,7 +609,7 @@ func TestFindBoundedByStoredEntries(t *testing.T) {
 	}
 	defer l.Close()
 	for _, q := range []ledger.Query{{WorkflowID: "wf-1"}, {Agent: "agent-5"}, {}} {
-		if _, err := l.Find(q); !errors.Is(err, ledger.ErrCorrupt) {
+		if _, err := l.Find(t.Context(), q); !errors.Is(err, ledger.ErrCorrupt) {
 			t.Errorf("Find(%+v) on a head beyond the entries = %v, want ErrCorrupt", q, err)
 		}
 	}

@@ -63,7 +63,7 @@ func TestTreeExhaustive(t *testing.T) {
 	ref := testonly.New(rfc6962.DefaultHasher)
 	h := rfc6962.DefaultHasher
 	check := func(n uint64) {
-		seq, head, err := l.Head()
+		seq, head, err := l.Head(t.Context())
 		if err != nil || seq != n {
 			t.Fatalf("Head() = %d, %v; want %d", seq, err, n)
 		}
@@ -73,13 +73,13 @@ func TestTreeExhaustive(t *testing.T) {
 		if n > 0 && !bytes.Equal(head[:], ref.LeafHash(n-1)) {
 			t.Fatalf("Head() hash = %s, want leaf %x", head, ref.LeafHash(n-1))
 		}
-		if size, err := l.TreeSize(); err != nil || size != n {
+		if size, err := l.TreeSize(t.Context()); err != nil || size != n {
 			t.Fatalf("TreeSize() = %d, %v; want %d", size, err, n)
 		}
-		if _, err := l.TreeHash(n + 1); !errors.Is(err, ledger.ErrBadRange) {
+		if _, err := l.TreeHash(t.Context(), n+1); !errors.Is(err, ledger.ErrBadRange) {
 			t.Fatalf("TreeHash(%d) = %v, want ErrBadRange", n+1, err)
 		}
-		root, err := l.TreeHash(n)
+		root, err := l.TreeHash(t.Context(), n)
 		if err != nil || !bytes.Equal(root[:], ref.HashAt(n)) {
 			t.Fatalf("TreeHash(%d) = %x, %v; want %x", n, root, err, ref.HashAt(n))
 		}
@@ -88,9 +88,9 @@ func TestTreeExhaustive(t *testing.T) {
 			from = 1
 		}
 		for size := max(from, 1); size <= n; size++ {
-			rootS, _ := l.TreeHash(size)
+			rootS, _ := l.TreeHash(t.Context(), size)
 			for seq := uint64(1); seq <= size; seq++ {
-				p, err := l.ProveInclusion(seq, size)
+				p, err := l.ProveInclusion(t.Context(), seq, size)
 				if err != nil {
 					t.Fatalf("ProveInclusion(%d, %d) = %v", seq, size, err)
 				}
@@ -99,20 +99,20 @@ func TestTreeExhaustive(t *testing.T) {
 				}
 			}
 			for old := uint64(0); old <= size; old++ {
-				p, err := l.ProveConsistency(old, size)
+				p, err := l.ProveConsistency(t.Context(), old, size)
 				if err != nil {
 					t.Fatalf("ProveConsistency(%d, %d) = %v", old, size, err)
 				}
-				rootO, _ := l.TreeHash(old)
+				rootO, _ := l.TreeHash(t.Context(), old)
 				if err := proof.VerifyConsistency(h, old, size, hashes(p), rootO[:], rootS[:]); err != nil {
 					t.Fatalf("n=%d: VerifyConsistency(%d, %d): %v", n, old, size, err)
 				}
 			}
 		}
-		if _, err := l.ProveInclusion(0, n); !errors.Is(err, ledger.ErrBadRange) {
+		if _, err := l.ProveInclusion(t.Context(), 0, n); !errors.Is(err, ledger.ErrBadRange) {
 			t.Fatalf("ProveInclusion(0, %d) = %v, want ErrBadRange", n, err)
 		}
-		if _, err := l.ProveConsistency(n+1, n); !errors.Is(err, ledger.ErrBadRange) {
+		if _, err := l.ProveConsistency(t.Context(), n+1, n); !errors.Is(err, ledger.ErrBadRange) {
 			t.Fatalf("ProveConsistency(%d, %d) = %v, want ErrBadRange", n+1, n, err)
 		}
 	}
@@ -290,7 +290,7 @@ func TestGroupCommit(t *testing.T) {
 			if len(chain) != 3+1+n-1 {
 				t.Errorf("chain has %d entries, want %d", len(chain), 3+n)
 			}
-			if _, err := l.Blob(entry.Sum256([]byte("new lock"))); !errors.Is(err, ledger.ErrNotFound) {
+			if _, err := l.Blob(t.Context(), entry.Sum256([]byte("new lock"))); !errors.Is(err, ledger.ErrNotFound) {
 				t.Errorf("failed request's snapshot bytes: Blob = %v, want ErrNotFound", err)
 			}
 		})

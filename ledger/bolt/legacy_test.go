@@ -274,13 +274,13 @@ func fileVersion(t *testing.T, path string) uint64 {
 // inclusion and consistency proofs of a sample of entries and sizes.
 func treeAnswers(t *testing.T, l *ledger.Ledger) []byte {
 	t.Helper()
-	size, err := l.TreeSize()
+	size, err := l.TreeSize(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	for n := uint64(1); n <= size; n++ {
-		h, err := l.TreeHash(n)
+		h, err := l.TreeHash(t.Context(), n)
 		if err != nil {
 			t.Fatalf("TreeHash(%d) = %v", n, err)
 		}
@@ -292,14 +292,14 @@ func treeAnswers(t *testing.T, l *ledger.Ledger) []byte {
 			if seq == 0 {
 				continue
 			}
-			p, err := l.ProveInclusion(seq, n)
+			p, err := l.ProveInclusion(t.Context(), seq, n)
 			if err != nil {
 				t.Fatalf("ProveInclusion(%d, %d) = %v", seq, n, err)
 			}
 			for _, h := range p {
 				out.Write(h[:])
 			}
-			c, err := l.ProveConsistency(seq, n)
+			c, err := l.ProveConsistency(t.Context(), seq, n)
 			if err != nil {
 				t.Fatalf("ProveConsistency(%d, %d) = %v", seq, n, err)
 			}
@@ -392,13 +392,13 @@ func format4Fixture(t *testing.T) string {
 func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	seq, hash, err := l.Head()
+	seq, hash, err := l.Head(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&out, "head %d %s\n", seq, hash)
 	for s := uint64(1); s <= seq; s++ {
-		e, raw, err := l.Get(s)
+		e, raw, err := l.Get(t.Context(), s)
 		if err != nil {
 			t.Fatalf("Get(%d) = %v", s, err)
 		}
@@ -407,7 +407,7 @@ func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
 			if sum == nil {
 				continue
 			}
-			b, err := l.Blob(*sum)
+			b, err := l.Blob(t.Context(), *sum)
 			switch {
 			case err == nil:
 				fmt.Fprintf(&out, "\nblob %q\n", b)
@@ -419,7 +419,7 @@ func ledgerAnswers(t *testing.T, l *ledger.Ledger) []byte {
 		}
 	}
 	for _, q := range []ledger.Query{{Agent: "agent-0"}, {Agent: "agent-3"}, {WorkflowID: "wf-2"}, {HandoffID: "h-0100"}} {
-		got, err := l.Find(q)
+		got, err := l.Find(t.Context(), q)
 		if err != nil {
 			t.Fatalf("Find(%+v) = %v", q, err)
 		}
@@ -501,14 +501,14 @@ func TestUpgradeFormat4(t *testing.T) {
 		t.Fatalf("the fixture lacks the redacted and re-stored payload: the test proves less than it says")
 	}
 	a := bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: "after", Source: "agent-1", Target: "agent-2", Payload: []byte("after the upgrade")})
-	again, err := w.Find(ledger.Query{HandoffID: "h-0250"}) // "secret payload" stored again
+	again, err := w.Find(t.Context(), ledger.Query{HandoffID: "h-0250"}) // "secret payload" stored again
 	if err != nil || len(again) != 1 {
 		t.Fatalf("Find(h-0250) = %v, %v", again, err)
 	}
 	if _, err := w.Redact(context.Background(), again[0], "erase again"); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := w.Blob(*a.Entry.PayloadSHA256); err != nil || string(b) != "after the upgrade" {
+	if b, err := w.Blob(t.Context(), *a.Entry.PayloadSHA256); err != nil || string(b) != "after the upgrade" {
 		t.Errorf("Blob of an entry appended after the upgrade = %q, %v", b, err)
 	}
 	path, db := closeUpgraded(t, w)
@@ -637,11 +637,11 @@ func unpackFixture(t *testing.T, name string) string {
 func indexAnswers(t *testing.T, l *ledger.Ledger) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	_, _, err := l.Head()
+	_, _, err := l.Head(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _, err := l.Get(150)
+	e, _, err := l.Get(t.Context(), 150)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,14 +654,14 @@ func indexAnswers(t *testing.T, l *ledger.Ledger) []byte {
 			newest bool
 		}{{0, false}, {5, false}, {5, true}} {
 			q.Limit, q.Newest = lim.n, lim.newest
-			got, err := l.Find(q)
+			got, err := l.Find(t.Context(), q)
 			if err != nil {
 				t.Fatalf("Find(%+v) = %v", q, err)
 			}
 			fmt.Fprintf(&out, "find %+v: %v\n", q, got)
 		}
 	}
-	err = l.View(func(st ledger.State) error {
+	err = l.View(t.Context(), func(st ledger.State) error {
 		for i := range 310 {
 			id, key := fmt.Sprintf("h-%04d", i), fmt.Sprintf("idem-%d", i)
 			seq, p, ok := st.Accepted(id)
@@ -692,7 +692,7 @@ func TestUpgradeFormat5(t *testing.T) {
 	for i := range 40 {
 		bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: fmt.Sprintf("after-%d", i), Source: "agent-1", Target: "agent-2", NoSnapshots: true})
 	}
-	if got, err := w.Find(ledger.Query{Agent: "agent-1", Newest: true, Limit: 3}); err != nil || len(got) != 3 {
+	if got, err := w.Find(t.Context(), ledger.Query{Agent: "agent-1", Newest: true, Limit: 3}); err != nil || len(got) != 3 {
 		t.Errorf("Find after the upgrade = %v, %v", got, err)
 	}
 	_, db := closeUpgraded(t, w)
@@ -788,7 +788,7 @@ func TestScanBlobs(t *testing.T) {
 	delivered, named := scan(l)
 	stored := 0
 	for sum := range named {
-		_, err := l.Blob(sum)
+		_, err := l.Blob(t.Context(), sum)
 		switch {
 		case err == nil:
 			stored++

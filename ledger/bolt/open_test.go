@@ -87,7 +87,7 @@ func TestCreateAndReopen(t *testing.T) {
 	if _, err := l.Append(context.Background(), handoff(2).Build()); !errors.Is(err, ledger.ErrClosed) {
 		t.Errorf("Append after Close = %v, want ErrClosed", err)
 	}
-	if _, _, err := l.Head(); !errors.Is(err, ledger.ErrClosed) {
+	if _, _, err := l.Head(t.Context()); !errors.Is(err, ledger.ErrClosed) {
 		t.Errorf("Head after Close = %v, want ErrClosed", err)
 	}
 	matches, _ := filepath.Glob(path + ".tmp-*")
@@ -101,7 +101,7 @@ func TestCreateAndReopen(t *testing.T) {
 	if l.Origin() != origin {
 		t.Errorf("reopened Origin() = %q, want %q (an existing ledger keeps its own)", l.Origin(), origin)
 	}
-	if seq, _, _ := l.Head(); seq != 3 {
+	if seq, _, _ := l.Head(t.Context()); seq != 3 {
 		t.Errorf("Head() = %d, want 3", seq)
 	}
 	l.Close()
@@ -188,7 +188,7 @@ func TestVersion1(t *testing.T) {
 	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
 		t.Errorf("Check of a version-1 file = %v, %v; want no findings", fs, err)
 	}
-	if got, err := r.Find(ledger.Query{Agent: "domain-02-analysis"}); err != nil || len(got) != 6 {
+	if got, err := r.Find(t.Context(), ledger.Query{Agent: "domain-02-analysis"}); err != nil || len(got) != 6 {
 		t.Errorf("Find on a version-1 file = %v, %v; want 6 seqs", got, err)
 	}
 	r.Close()
@@ -207,7 +207,7 @@ func TestVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := r.Find(ledger.Query{Agent: "domain-02-analysis"}); !errors.Is(err, ledger.ErrCorrupt) {
+	if _, err := r.Find(t.Context(), ledger.Query{Agent: "domain-02-analysis"}); !errors.Is(err, ledger.ErrCorrupt) {
 		t.Errorf("upgraded file without meta indexed: Find = %v, want ErrCorrupt", err)
 	}
 }
@@ -228,16 +228,16 @@ func TestReadOnlyNoChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Head()
+	r.Head(t.Context())
 	r.Scan(context.Background(), 0, func(uint64, []byte) error { return nil })
 	if fs, err := r.Check(context.Background()); err != nil || len(fs) != 0 {
 		t.Errorf("Check() = %v, %v", fs, err)
 	}
-	r.Get(5)
-	r.Find(ledger.Query{Agent: "domain-05-product"})
-	r.ProveInclusion(3, 10)
-	r.ProveConsistency(3, 10)
-	r.Blob(entry.Sum256(bolttest.LockBytes))
+	r.Get(t.Context(), 5)
+	r.Find(t.Context(), ledger.Query{Agent: "domain-05-product"})
+	r.ProveInclusion(t.Context(), 3, 10)
+	r.ProveConsistency(t.Context(), 3, 10)
+	r.Blob(t.Context(), entry.Sum256(bolttest.LockBytes))
 	r.WriteTo(&bytes.Buffer{})
 	if _, err := r.Redact(context.Background(), 3, "x"); !errors.Is(err, ledger.ErrReadOnly) {
 		t.Errorf("Redact on read-only = %v", err)
@@ -270,8 +270,8 @@ func TestWriteTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	s1, h1, _ := l.Head()
-	s2, h2, _ := b.Head()
+	s1, h1, _ := l.Head(t.Context())
+	s2, h2, _ := b.Head(t.Context())
 	if s1 != s2 || h1 != h2 || b.Origin() != l.Origin() {
 		t.Errorf("backup head %d %s %s, want %d %s %s", s2, h2, b.Origin(), s1, h1, l.Origin())
 	}

@@ -45,7 +45,7 @@ func BenchmarkProve(b *testing.B) {
 		}(w)
 	}
 	wg.Wait()
-	size, err := l.TreeSize()
+	size, err := l.TreeSize(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func BenchmarkProve(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			seq := 1 + uint64(i*7919)%size
-			if _, err := l.ProveInclusion(seq, size); err != nil {
+			if _, err := l.ProveInclusion(b.Context(), seq, size); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -62,7 +62,7 @@ func BenchmarkProve(b *testing.B) {
 	b.Run("consistency", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := l.ProveConsistency(1+uint64(i*104729)%(size-1), size); err != nil {
+			if _, err := l.ProveConsistency(b.Context(), 1+uint64(i*104729)%(size-1), size); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -133,11 +133,11 @@ func testFind(t *testing.T, batch int) {
 		}
 	}
 	bolttest.AppendUnblock(t, l, "domain-06-security", "ok")
-	all, _ := l.Find(ledger.Query{})
+	all, _ := l.Find(t.Context(), ledger.Query{})
 	if len(all) != 15 {
 		t.Fatalf("Find({}) = %v", all)
 	}
-	e5, _, _ := l.Get(5)
+	e5, _, _ := l.Get(t.Context(), 5)
 	tests := []struct {
 		q    ledger.Query
 		want []uint64
@@ -154,7 +154,7 @@ func testFind(t *testing.T, batch int) {
 		{ledger.Query{Decision: "accept"}, nil},
 	}
 	for _, tt := range tests {
-		got, err := l.Find(tt.q)
+		got, err := l.Find(t.Context(), tt.q)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("Find(%+v) = %v, %v; want %v", tt.q, got, err, tt.want)
 		}
@@ -166,7 +166,7 @@ func TestRedact(t *testing.T) {
 	ctx := context.Background()
 	a := bolttest.AppendHandoff(t, l, bolttest.Handoff{ID: "a", Source: "x", Target: "y", Payload: []byte("secret")})
 	sum := *a.Entry.PayloadSHA256
-	if b, err := l.Blob(sum); err != nil || string(b) != "secret" {
+	if b, err := l.Blob(ctx, sum); err != nil || string(b) != "secret" {
 		t.Fatalf("Blob = %q, %v", b, err)
 	}
 	res, err := l.Redact(ctx, a.Entry.Seq, "GDPR request 7")
@@ -176,10 +176,10 @@ func TestRedact(t *testing.T) {
 	if e := res.Last().Entry; e.Kind != entry.KindRedaction || e.RedactedSeq != a.Entry.Seq {
 		t.Errorf("redaction entry = %+v", e)
 	}
-	if _, err := l.Blob(sum); !errors.Is(err, ledger.ErrRedacted) {
+	if _, err := l.Blob(ctx, sum); !errors.Is(err, ledger.ErrRedacted) {
 		t.Errorf("Blob after Redact = %v, want ErrRedacted", err)
 	}
-	if e, _, err := l.Get(a.Entry.Seq); err != nil || *e.PayloadSHA256 != sum {
+	if e, _, err := l.Get(ctx, a.Entry.Seq); err != nil || *e.PayloadSHA256 != sum {
 		t.Errorf("redacted entry changed: %v, %v", e, err)
 	}
 	for _, tt := range []struct {
@@ -190,7 +190,7 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%d) = %v, want %v", tt.seq, err, tt.want)
 		}
 	}
-	if _, err := l.Blob(entry.Sum256([]byte("never"))); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := l.Blob(ctx, entry.Sum256([]byte("never"))); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("Blob(never stored) = %v", err)
 	}
 }
@@ -246,7 +246,7 @@ func TestAppendRefuses(t *testing.T) {
 	if _, err := l.Append(ctx, &ledger.Request{Build: func(ledger.State, *entry.Entry) error { panic("bug") }}); err == nil {
 		t.Error("a panicking Build succeeded")
 	}
-	if seq, _, _ := l.Head(); seq != 3 {
+	if seq, _, _ := l.Head(ctx); seq != 3 {
 		t.Errorf("refused requests wrote entries: head %d, want 3", seq)
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -311,7 +311,7 @@ func TestFailedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if seq, _, _ := r.Head(); seq != 4 {
+	if seq, _, _ := r.Head(t.Context()); seq != 4 {
 		t.Errorf("after reopen head = %d, want 4 (the ambiguous commit is durable)", seq)
 	}
 	if _, err := r.Append(context.Background(), handoff(2).Build()); err != nil {
@@ -358,7 +358,7 @@ func TestUnavailableCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			bolttest.AppendHandoff(t, l, handoff(0))
-			before, _, _ := l.Head()
+			before, _, _ := l.Head(t.Context())
 			fd.err, fd.store = tc.err, tc.stored
 			if _, err := l.Append(context.Background(), handoff(1).Build()); !errors.Is(err, ledger.ErrUnavailable) {
 				t.Fatalf("Append = %v, want ErrUnavailable", err)

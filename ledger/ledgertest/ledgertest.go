@@ -406,7 +406,7 @@ func testTables(t *testing.T, s Store) {
 		t.Errorf("Head().Key = %q, want key-2", v.Head().Key)
 	}
 	// The core's decisions see the same tables.
-	err := l.View(func(st ledger.State) error {
+	err := l.View(t.Context(), func(st ledger.State) error {
 		if _, ok := st.Blocked("b"); !ok {
 			return errors.New("b not blocked")
 		}
@@ -476,11 +476,11 @@ func testTree(t *testing.T, s Store) {
 	}
 	for size := int64(1); size <= n; size++ {
 		want, _ := tlog.TreeHash(size, lt)
-		root, err := l.TreeHash(uint64(size))
+		root, err := l.TreeHash(t.Context(), uint64(size))
 		if err != nil || root != want {
 			t.Fatalf("TreeHash(%d) = %x %v, tlog gives %x", size, root, err, want)
 		}
-		p, err := l.ProveInclusion(uint64(size), uint64(n))
+		p, err := l.ProveInclusion(t.Context(), uint64(size), uint64(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -488,7 +488,7 @@ func testTree(t *testing.T, s Store) {
 		if err := tlog.CheckRecord(p, n, top, size-1, tlog.Hash(hs[size-1])); err != nil {
 			t.Fatalf("inclusion of %d in %d: %v", size, n, err)
 		}
-		cp, err := l.ProveConsistency(uint64(size), uint64(n))
+		cp, err := l.ProveConsistency(t.Context(), uint64(size), uint64(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +498,7 @@ func testTree(t *testing.T, s Store) {
 			}
 		}
 	}
-	if _, err := l.TreeHash(uint64(n + 1)); !errors.Is(err, ledger.ErrBadRange) {
+	if _, err := l.TreeHash(t.Context(), uint64(n+1)); !errors.Is(err, ledger.ErrBadRange) {
 		t.Errorf("TreeHash(head+1) = %v, want ErrBadRange", err)
 	}
 }
@@ -785,10 +785,10 @@ func testBlobs(t *testing.T, s Store) {
 	res := appendOK(t, l, handoff{id: "s", source: "a", target: "b", payload: secret}.request())
 	seq := res.Last().Entry.Seq
 	sum := entry.Sum256(secret)
-	if got, err := l.Blob(sum); err != nil || !bytes.Equal(got, secret) {
+	if got, err := l.Blob(t.Context(), sum); err != nil || !bytes.Equal(got, secret) {
 		t.Fatalf("Blob = %q %v", got, err)
 	}
-	if got, err := l.Blob(entry.Sum256(lockV1)); err != nil || !bytes.Equal(got, lockV1) {
+	if got, err := l.Blob(t.Context(), entry.Sum256(lockV1)); err != nil || !bytes.Equal(got, lockV1) {
 		t.Fatalf("Blob(lock) = %q %v", got, err)
 	}
 	// The same bytes again are stored once.
@@ -797,7 +797,7 @@ func testBlobs(t *testing.T, s Store) {
 	if _, err := l.Redact(context.Background(), seq, "leaked key"); err != nil {
 		t.Fatalf("Redact = %v", err)
 	}
-	if _, err := l.Blob(sum); !errors.Is(err, ledger.ErrRedacted) {
+	if _, err := l.Blob(t.Context(), sum); !errors.Is(err, ledger.ErrRedacted) {
 		t.Errorf("Blob after Redact = %v, want ErrRedacted", err)
 	}
 	if _, err := l.Redact(context.Background(), seq, "again"); !errors.Is(err, ledger.ErrRedacted) {
@@ -859,14 +859,14 @@ func testRedactionStays(t *testing.T, s Store) {
 	check := func(t *testing.T, l *ledger.Ledger, d ledger.Driver, erased []uint64, again, rseq uint64) {
 		t.Helper()
 		for _, seq := range erased {
-			if got, err := l.EntryBlob(seq, sum); !errors.Is(err, ledger.ErrRedacted) {
+			if got, err := l.EntryBlob(t.Context(), seq, sum); !errors.Is(err, ledger.ErrRedacted) {
 				t.Errorf("EntryBlob(%d) after the same bytes came again = %q %v, want ErrRedacted", seq, got, err)
 			}
 		}
-		if got, err := l.EntryBlob(again, sum); err != nil || !bytes.Equal(got, data) {
+		if got, err := l.EntryBlob(t.Context(), again, sum); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("EntryBlob(%d), the later entry's own payload = %q %v, want its bytes", again, got, err)
 		}
-		if got, err := l.Blob(sum); err != nil || !bytes.Equal(got, data) {
+		if got, err := l.Blob(t.Context(), sum); err != nil || !bytes.Equal(got, data) {
 			t.Errorf("Blob (by content) = %q %v, want the later entry's bytes", got, err)
 		}
 		v := view(t, d)
@@ -906,10 +906,10 @@ func testRedactionStays(t *testing.T, s Store) {
 		}
 		r := rres.Last().Entry.Seq
 		erased, rseq = append(erased, prev), r
-		if got, err := l.EntryBlob(prev, sum); !errors.Is(err, ledger.ErrRedacted) {
+		if got, err := l.EntryBlob(t.Context(), prev, sum); !errors.Is(err, ledger.ErrRedacted) {
 			t.Errorf("round %d: EntryBlob(%d), redacted by %d = %q %v, want ErrRedacted", i, prev, r, got, err)
 		}
-		got, err := l.EntryBlob(next, sum)
+		got, err := l.EntryBlob(t.Context(), next, sum)
 		switch {
 		case next > r && (err != nil || !bytes.Equal(got, data)):
 			t.Errorf("round %d: EntryBlob(%d), after the redaction %d = %q %v, want its bytes", i, next, r, got, err)

@@ -27,6 +27,10 @@ type view struct {
 	d      *Driver
 	head   entry.Head
 	locked bool
+	// ctx is the context the view was opened with: the reads that take
+	// none (Entry, Blob, Blocks, the tree's hashes, …) run under it, so a
+	// reader's cancellation reaches the query in flight.
+	ctx context.Context
 
 	mu     sync.Mutex
 	conn   *pgxpool.Conn
@@ -213,7 +217,7 @@ func (d *Driver) open(ctx context.Context, locked bool) (*view, error) {
 	if err != nil {
 		return nil, wrapErr("view", err)
 	}
-	v := &view{d: d, conn: conn, locked: locked}
+	v := &view{d: d, conn: conn, locked: locked, ctx: ctx}
 	q := &pgx.Batch{}
 	if locked {
 		q.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
@@ -381,7 +385,7 @@ func (v *view) accept(m *map[string]answer, sql, key string) (entry.Accept, bool
 	var seq int64
 	var payload []byte
 	sum := entry.Sum256([]byte(key))
-	err := v.query(context.Background(), "read", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "read", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, sql, sum[:]).Scan(&seq, &payload)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -427,7 +431,7 @@ func (v *view) Blocked(agent string) (uint64, bool, error) {
 	}
 	var seq int64
 	sum := entry.Sum256([]byte(agent))
-	err := v.query(context.Background(), "read blocked", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "read blocked", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT seq FROM govledger.blocked WHERE agent_sha256 = $1 AND agent = $2`, sum[:], []byte(agent)).Scan(&seq)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -468,7 +472,7 @@ func (v *view) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		return out, nil
 	}
 	got := make(map[int64][]byte, len(missing))
-	err := v.query(context.Background(), "read tree", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "read tree", func(ctx context.Context, tx querier) error {
 		rows, err := tx.Query(ctx, `SELECT idx, hash FROM govledger.tree WHERE idx = ANY($1)`, missing)
 		if err != nil {
 			return err
@@ -503,7 +507,7 @@ func (v *view) Entry(seq uint64) ([]byte, error) {
 		return nil, &ledger.RecordError{Seq: seq, Op: "get", Err: ledger.ErrNotFound}
 	}
 	var raw []byte
-	err := v.query(context.Background(), "get", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "get", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT raw FROM govledger.entries WHERE seq = $1`, int64(seq)).Scan(&raw)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -571,7 +575,7 @@ func (v *view) Scan(ctx context.Context, from uint64, fn func(seq uint64, raw []
 func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 	var data []byte
 	var redacted bool
-	err := v.query(context.Background(), "blob", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "blob", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT bytes FROM govledger.blobs WHERE sha256 = $1),
        EXISTS (SELECT 1 FROM govledger.redacted WHERE sha256 = $1)`, sum[:]).Scan(&data, &redacted)
 	})
@@ -594,7 +598,7 @@ func (v *view) Blob(sum entry.Hash) ([]byte, error) {
 // of its batch, whose last entry it is).
 func (v *view) Erased(sum entry.Hash) (uint64, bool, error) {
 	var seq *int64
-	err := v.query(context.Background(), "erased", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "erased", func(ctx context.Context, tx querier) error {
 		return tx.QueryRow(ctx, `SELECT (SELECT seq FROM govledger.redacted WHERE sha256 = $1)`, sum[:]).Scan(&seq)
 	})
 	if err != nil || seq == nil {
@@ -606,7 +610,7 @@ func (v *view) Erased(sum entry.Hash) (uint64, bool, error) {
 // Blocks returns every agent blocked at the view's head.
 func (v *view) Blocks() (map[string]uint64, error) {
 	out := map[string]uint64{}
-	err := v.query(context.Background(), "blocks", func(ctx context.Context, tx querier) error {
+	err := v.query(v.ctx, "blocks", func(ctx context.Context, tx querier) error {
 		rows, err := tx.Query(ctx, `SELECT agent, seq FROM govledger.blocked`)
 		if err != nil {
 			return err

@@ -180,17 +180,18 @@ func New(l *ledger.Ledger, o Options) (*Backend, error) {
 	b := &Backend{l: l, o: o, failed: make(chan struct{}), changed: make(chan struct{}), stats: l.Stats(),
 		budget: newParseBudget(o.MaxParseBytes, o.ParseWait)}
 	b.pol.Store(p)
-	m, k, ok, err := b.inForce()
+	ctx := context.Background() // start-up reads; New has no caller context
+	m, k, ok, err := b.inForce(ctx)
 	switch {
 	case err != nil:
 		return nil, err
 	case !ok:
-		if _, err := l.Append(context.Background(), &ledger.Request{Snapshots: snapshotsOf(p), Submitter: o.Operator,
+		if _, err := l.Append(ctx, &ledger.Request{Snapshots: snapshotsOf(p), Submitter: o.Operator,
 			LockChanges: lockfile.ChangedBytes}); err != nil {
 			return nil, fmt.Errorf("bringing the registry and lock into force: %w", err)
 		}
 	case m != entry.Sum256(p.Registry.Snapshot) || k != entry.Sum256(p.LockBytes):
-		if err := b.adopt(); err != nil {
+		if err := b.adopt(ctx); err != nil {
 			return nil, err
 		}
 		b.note = fmt.Sprintf("the manifest and lock files differ from the policy in force in the ledger (manifest %s, lock %s): "+
@@ -212,8 +213,8 @@ func snapshotsOf(p *Policy) []ledger.Snapshot {
 }
 
 // inForce returns the hashes of the manifest and lock in force.
-func (b *Backend) inForce() (manifest, lock entry.Hash, ok bool, err error) {
-	err = b.l.View(func(st ledger.State) error {
+func (b *Backend) inForce(ctx context.Context) (manifest, lock entry.Hash, ok bool, err error) {
+	err = b.l.View(ctx, func(st ledger.State) error {
 		manifest, lock, ok = st.InForce()
 		return nil
 	})
@@ -222,10 +223,10 @@ func (b *Backend) inForce() (manifest, lock entry.Hash, ok bool, err error) {
 
 // adopt serves the policy in force in the ledger: the manifest and lock
 // snapshots its head names, read from their stored bytes.
-func (b *Backend) adopt() error {
+func (b *Backend) adopt(ctx context.Context) error {
 	b.reload.Lock()
 	defer b.reload.Unlock()
-	m, k, ok, err := b.inForce()
+	m, k, ok, err := b.inForce(ctx)
 	if err != nil {
 		return err
 	}
@@ -235,11 +236,11 @@ func (b *Backend) adopt() error {
 	if cur := b.pol.Load(); entry.Sum256(cur.Registry.Snapshot) == m && entry.Sum256(cur.LockBytes) == k {
 		return nil // another submission adopted it first
 	}
-	mb, err := b.l.Blob(m)
+	mb, err := b.l.Blob(ctx, m)
 	if err != nil {
 		return fmt.Errorf("the manifest snapshot in force (%s): %w", m, readErr(err))
 	}
-	kb, err := b.l.Blob(k)
+	kb, err := b.l.Blob(ctx, k)
 	if err != nil {
 		return fmt.Errorf("the lock snapshot in force (%s): %w", k, readErr(err))
 	}
@@ -517,7 +518,7 @@ func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.S
 	for try := 0; errors.Is(err, ledger.ErrPolicyChanged) && try < maxPolicyTries; try++ {
 		// Another policy came into force since req was prepared: decide
 		// it again under that one.
-		if err = b.adopt(); err != nil {
+		if err = b.adopt(ctx); err != nil {
 			return nil, err
 		}
 		if req, err = b.prepare(r); err != nil {
@@ -528,7 +529,7 @@ func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.S
 	var used *govern.KeyUsedError
 	switch {
 	case errors.As(err, &used):
-		return b.replay(req, used.Seq)
+		return b.replay(ctx, req, used.Seq)
 	case err != nil:
 		return nil, b.writeErr(err)
 	}
@@ -545,8 +546,8 @@ func (b *Backend) submit(ctx context.Context, r server.SubmitRequest) (*server.S
 
 // replay answers a submission whose key entry seq used first: its answer,
 // when the request is the same, else a conflict.
-func (b *Backend) replay(req *request, seq uint64) (*server.SubmitResult, error) {
-	e, raw, err := b.l.Get(seq)
+func (b *Backend) replay(ctx context.Context, req *request, seq uint64) (*server.SubmitResult, error) {
+	e, raw, err := b.l.Get(ctx, seq)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -584,7 +585,7 @@ func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server
 		return nil, err
 	}
 	defer done()
-	if err := b.follow(); err != nil {
+	if err := b.follow(ctx); err != nil {
 		return nil, err
 	}
 	req, err := b.prepare(r)
@@ -592,7 +593,7 @@ func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server
 		return nil, err
 	}
 	var out *govern.Outcome
-	err = b.l.View(func(st ledger.State) error {
+	err = b.l.View(ctx, func(st ledger.State) error {
 		var verr error
 		out, verr = govern.Validate(req.cfg, "request", req.p, st)
 		return verr
@@ -610,20 +611,20 @@ func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server
 }
 
 // follow adopts the policy in force when it is not the one served.
-func (b *Backend) follow() error {
-	m, k, ok, err := b.inForce()
+func (b *Backend) follow(ctx context.Context) error {
+	m, k, ok, err := b.inForce(ctx)
 	if err != nil {
 		return err
 	}
 	if cur := b.pol.Load(); ok && (entry.Sum256(cur.Registry.Snapshot) != m || entry.Sum256(cur.LockBytes) != k) {
-		return b.adopt()
+		return b.adopt(ctx)
 	}
 	return nil
 }
 
 // view returns entry seq as the API shows it.
-func (b *Backend) view(seq uint64) (*entry.Entry, server.EntryView, error) {
-	e, raw, err := b.l.Get(seq)
+func (b *Backend) view(ctx context.Context, seq uint64) (*entry.Entry, server.EntryView, error) {
+	e, raw, err := b.l.Get(ctx, seq)
 	if err != nil {
 		return nil, server.EntryView{}, readErr(err)
 	}
@@ -636,7 +637,7 @@ func viewOf(a ledger.Appended) server.EntryView {
 
 // Entry implements server.Backend.
 func (b *Backend) Entry(ctx context.Context, seq uint64) (*server.EntryView, error) {
-	_, v, err := b.view(seq)
+	_, v, err := b.view(ctx, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +646,7 @@ func (b *Backend) Entry(ctx context.Context, seq uint64) (*server.EntryView, err
 
 // Payload implements server.Backend.
 func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
-	e, _, err := b.view(seq)
+	e, _, err := b.view(ctx, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -658,7 +659,7 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 	if sum == nil || (e.Kind != entry.KindHandoff && e.Kind != entry.KindSnapshot) {
 		return nil, fmt.Errorf("%w: entry %d is a %s entry, without a payload", server.ErrNotFound, seq, e.Kind)
 	}
-	data, err := b.l.EntryBlob(seq, *sum)
+	data, err := b.l.EntryBlob(ctx, seq, *sum)
 	switch {
 	case errors.Is(err, ledger.ErrRedacted):
 		return nil, fmt.Errorf("%w: the payload of entry %d was redacted", server.ErrRedacted, seq)
@@ -676,7 +677,7 @@ func (b *Backend) Payload(ctx context.Context, seq uint64) ([]byte, error) {
 // is confirmed on its entry. Only a query without any filter walks the
 // ledger, from the newest entry, where every entry matches.
 func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, error) {
-	head, err := b.l.TreeSize()
+	head, err := b.l.TreeSize(ctx)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -687,7 +688,7 @@ func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, er
 	page := &server.Page{Entries: []server.EntryView{}}
 	limit := max(q.Limit, 1)
 	visit := func(seq uint64) (bool, error) {
-		e, v, err := b.view(seq)
+		e, v, err := b.view(ctx, seq)
 		if err != nil {
 			return false, err
 		}
@@ -728,7 +729,7 @@ func (b *Backend) Entries(ctx context.Context, q server.Query) (*server.Page, er
 		if q.Code == "" && q.Format == "" && q.Kind == "" && q.Before == 0 {
 			lq.Limit, lq.Newest = limit+1, true
 		}
-		seqs, err := b.l.Find(lq)
+		seqs, err := b.l.Find(ctx, lq)
 		if err != nil {
 			return nil, readErr(err)
 		}
@@ -777,7 +778,7 @@ func matches(e *entry.Entry, q server.Query) bool {
 // ledger's workflow index.
 func (b *Backend) Workflow(ctx context.Context, id string, after uint64, limit int) (*server.Page, error) {
 	limit = max(limit, 1)
-	seqs, err := b.l.Find(ledger.Query{WorkflowID: id, After: after, Limit: limit + 1})
+	seqs, err := b.l.Find(ctx, ledger.Query{WorkflowID: id, After: after, Limit: limit + 1})
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -790,7 +791,7 @@ func (b *Backend) Workflow(ctx context.Context, id string, after uint64, limit i
 			p.Next = seqs[i-1]
 			break
 		}
-		_, v, err := b.view(seq)
+		_, v, err := b.view(ctx, seq)
 		if err != nil {
 			return nil, err
 		}
@@ -801,7 +802,7 @@ func (b *Backend) Workflow(ctx context.Context, id string, after uint64, limit i
 
 // Blocks implements server.Backend.
 func (b *Backend) Blocks(ctx context.Context) ([]server.Block, error) {
-	bs, err := b.l.Blocks()
+	bs, err := b.l.Blocks(ctx)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -823,7 +824,7 @@ func (b *Backend) Blocks(ctx context.Context) ([]server.Block, error) {
 
 // Proof implements server.Backend.
 func (b *Backend) Proof(ctx context.Context, seq, treeSize uint64) (*server.Proof, error) {
-	head, err := b.l.TreeSize()
+	head, err := b.l.TreeSize(ctx)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -836,15 +837,15 @@ func (b *Backend) Proof(ctx context.Context, seq, treeSize uint64) (*server.Proo
 	if seq > treeSize {
 		return nil, fmt.Errorf("%w: entry %d is not in the tree of %d entries", server.ErrNotFound, seq, treeSize)
 	}
-	_, v, err := b.view(seq)
+	_, v, err := b.view(ctx, seq)
 	if err != nil {
 		return nil, err
 	}
-	rp, err := b.l.ProveInclusion(seq, treeSize)
+	rp, err := b.l.ProveInclusion(ctx, seq, treeSize)
 	if err != nil {
 		return nil, readErr(err)
 	}
-	root, err := b.l.TreeHash(treeSize)
+	root, err := b.l.TreeHash(ctx, treeSize)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -872,7 +873,7 @@ func (b *Backend) Checkpoint(ctx context.Context) ([]byte, error) {
 	if b.o.Signer == nil {
 		return nil, fmt.Errorf("%w: the server has no checkpoint signing key (serve --key)", server.ErrUnavailable)
 	}
-	msg, err := checkpoint.Make(b.l, b.o.Signer)
+	msg, err := checkpoint.Make(ctx, b.l, b.o.Signer)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -896,14 +897,14 @@ func (b *Backend) Tile(ctx context.Context, t tiles.Tile) ([]byte, error) {
 
 // Consistency implements server.Backend.
 func (b *Backend) Consistency(ctx context.Context, from, to uint64) ([]string, error) {
-	head, err := b.l.TreeSize()
+	head, err := b.l.TreeSize(ctx)
 	if err != nil {
 		return nil, readErr(err)
 	}
 	if to > head {
 		return nil, fmt.Errorf("%w: tree size %d is beyond the head %d", server.ErrUnprocessable, to, head)
 	}
-	p, err := b.l.ProveConsistency(from, to)
+	p, err := b.l.ProveConsistency(ctx, from, to)
 	if err != nil {
 		return nil, readErr(err)
 	}
@@ -992,6 +993,6 @@ func (b *Backend) Ready(ctx context.Context) error {
 	if err := b.writable(); err != nil {
 		return err
 	}
-	_, _, err := b.l.Head()
+	_, _, err := b.l.Head(ctx)
 	return readErr(err)
 }

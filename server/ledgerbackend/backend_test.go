@@ -129,7 +129,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 	if res, err := b.Submit(ctx, other); err != nil || res.Replayed {
 		t.Fatalf("another principal's key k: %+v %v", res, err)
 	}
-	head, _ := l.TreeSize()
+	head, _ := l.TreeSize(ctx)
 	moved := r
 	moved.To = "domain-05-product"
 	restricted := vbw(2)
@@ -152,7 +152,7 @@ func TestRefusalsWriteNothing(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.what, err, c.want)
 		}
 	}
-	if h, _ := l.TreeSize(); h != head {
+	if h, _ := l.TreeSize(ctx); h != head {
 		t.Fatalf("refusals wrote entries: head %d -> %d", head, h)
 	}
 }
@@ -168,7 +168,7 @@ func TestRedactionStays(t *testing.T) {
 		if _, err := b.Submit(ctx, vbw(i)); err != nil {
 			t.Fatal(err)
 		}
-		head, err := l.TreeSize()
+		head, err := l.TreeSize(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 // "govledger export" (verify.WriteExport), for the entries after seq
 // after up to the head as of the call.
 func (b *Backend) Export(ctx context.Context, after uint64, fn func(line []byte) error) error {
-	head, err := b.l.TreeSize()
+	head, err := b.l.TreeSize(ctx)
 	if err != nil {
 		return readErr(err)
 	}
@@ -56,12 +56,14 @@ func (s *exportSource) Entries(ctx context.Context, fn func(seq uint64, raw []by
 	return err
 }
 
-func (s *exportSource) Blob(sum entry.Hash) ([]byte, error) { return s.l.Blob(sum) }
+func (s *exportSource) Blob(ctx context.Context, sum entry.Hash) ([]byte, error) {
+	return s.l.Blob(ctx, sum)
+}
 
 // EntryBlob makes the export answer per entry (verify.EntryBlobSource): a
 // redacted entry's payload stays out of it.
-func (s *exportSource) EntryBlob(seq uint64, sum entry.Hash) ([]byte, error) {
-	return s.l.EntryBlob(seq, sum)
+func (s *exportSource) EntryBlob(ctx context.Context, seq uint64, sum entry.Hash) ([]byte, error) {
+	return s.l.EntryBlob(ctx, seq, sum)
 }
 
 // lineWriter calls fn with each complete line written to it, without its
@@ -103,13 +105,13 @@ func (b *Backend) Watch(ctx context.Context, after uint64, fn func(server.EntryV
 	}
 	for {
 		next := b.subscribe()
-		head, err := b.l.TreeSize()
+		head, err := b.l.TreeSize(ctx)
 		if err != nil {
 			return readErr(err)
 		}
 		for after < head {
 			after++
-			_, v, err := b.view(after)
+			_, v, err := b.view(ctx, after)
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@
 package memlog
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -121,7 +122,7 @@ func (l *Log) append(e *entry.Entry) error {
 
 // Redact removes the payload of entry seq (Blob then returns ErrRedacted).
 func (l *Log) Redact(seq uint64) error {
-	e, _, err := l.Get(seq)
+	e, _, err := l.Get(context.Background(), seq)
 	if err != nil {
 		return err
 	}
@@ -137,10 +138,10 @@ func (l *Log) Redact(seq uint64) error {
 func (l *Log) Origin() string { return l.origin }
 
 // TreeSize returns the number of entries.
-func (l *Log) TreeSize() (uint64, error) { return uint64(len(l.leaves)), nil }
+func (l *Log) TreeSize(context.Context) (uint64, error) { return uint64(len(l.leaves)), nil }
 
 // TreeHash returns the root over the first size entries.
-func (l *Log) TreeHash(size uint64) (tlog.Hash, error) {
+func (l *Log) TreeHash(_ context.Context, size uint64) (tlog.Hash, error) {
 	if size > uint64(len(l.leaves)) {
 		return tlog.Hash{}, fmt.Errorf("memlog: size %d > %d", size, len(l.leaves))
 	}
@@ -148,7 +149,7 @@ func (l *Log) TreeHash(size uint64) (tlog.Hash, error) {
 }
 
 // ProveInclusion proves entry seq (leaf seq-1) in the tree of size entries.
-func (l *Log) ProveInclusion(seq, size uint64) (tlog.RecordProof, error) {
+func (l *Log) ProveInclusion(_ context.Context, seq, size uint64) (tlog.RecordProof, error) {
 	if seq == 0 || seq > size || size > uint64(len(l.leaves)) {
 		return nil, fmt.Errorf("memlog: bad inclusion request seq %d size %d (have %d)", seq, size, len(l.leaves))
 	}
@@ -156,7 +157,7 @@ func (l *Log) ProveInclusion(seq, size uint64) (tlog.RecordProof, error) {
 }
 
 // ProveConsistency proves the tree of oldSize is a prefix of newSize.
-func (l *Log) ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error) {
+func (l *Log) ProveConsistency(_ context.Context, oldSize, newSize uint64) (tlog.TreeProof, error) {
 	if oldSize == 0 || oldSize > newSize || newSize > uint64(len(l.leaves)) {
 		return nil, fmt.Errorf("memlog: bad consistency request %d..%d (have %d)", oldSize, newSize, len(l.leaves))
 	}
@@ -164,7 +165,7 @@ func (l *Log) ProveConsistency(oldSize, newSize uint64) (tlog.TreeProof, error) 
 }
 
 // Get returns entry seq, decoded, and its canonical bytes.
-func (l *Log) Get(seq uint64) (*entry.Entry, []byte, error) {
+func (l *Log) Get(_ context.Context, seq uint64) (*entry.Entry, []byte, error) {
 	if seq == 0 || seq > uint64(len(l.entries)) || l.entries[seq-1] == nil {
 		return nil, nil, fmt.Errorf("memlog: entry %d: %w", seq, ErrNotFound)
 	}
@@ -177,7 +178,7 @@ func (l *Log) Get(seq uint64) (*entry.Entry, []byte, error) {
 }
 
 // Blob returns the bytes with SHA-256 sum, ErrRedacted or ErrNotFound.
-func (l *Log) Blob(sum entry.Hash) ([]byte, error) {
+func (l *Log) Blob(_ context.Context, sum entry.Hash) ([]byte, error) {
 	if l.redacted[sum] {
 		return nil, ErrRedacted
 	}

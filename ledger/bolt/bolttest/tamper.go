@@ -339,7 +339,7 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 		return err
 	}
 	defer src.Close()
-	head, _, err := src.Head()
+	head, _, err := src.Head(ctx)
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 	defer os.Remove(tmp)
 	defer dst.Close()
 	for seq := uint64(1); seq <= head && keep(seq, head); seq++ {
-		e, _, err := src.Get(seq)
+		e, _, err := src.Get(ctx, seq)
 		if err != nil {
 			return err
 		}
@@ -363,14 +363,14 @@ func rewrite(path string, keep func(seq, head uint64) bool, editSeq uint64, edit
 		now = e.Time.Time
 		var req ledger.Request
 		if e.Kind == entry.KindSnapshot {
-			data, err := src.Blob(*e.ContentSHA256)
+			data, err := src.Blob(ctx, *e.ContentSHA256)
 			if err != nil {
 				return fmt.Errorf("bolttest: snapshot %d: %w", seq, err)
 			}
 			req.Snapshots = []ledger.Snapshot{{What: e.What, Bytes: data}}
 		} else {
 			if e.Kind == entry.KindHandoff {
-				if data, err := src.Blob(*e.PayloadSHA256); err == nil && entry.Sum256(data) == *e.PayloadSHA256 {
+				if data, err := src.Blob(ctx, *e.PayloadSHA256); err == nil && entry.Sum256(data) == *e.PayloadSHA256 {
 					req.Payload = data
 				}
 			}

@@ -163,7 +163,7 @@ func Run(ctx context.Context, dir string) (*Story, error) {
 	var victim []byte
 	for _, s := range st.Steps {
 		if s.Kind == entry.KindHandoff && s.Decision == reason.Accepted {
-			if _, victim, err = l.Get(s.Seq); err != nil {
+			if _, victim, err = l.Get(ctx, s.Seq); err != nil {
 				return nil, err
 			}
 			st.TamperSeq = s.Seq
