@@ -325,6 +325,9 @@ var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "proto
 //     "handoff:" line followed by an indented "source_skill:" line.
 //   - task/1: text with a "## Handoff" heading line outside fenced code
 //     blocks.
+//   - a2a/1: a JSON object whose top-level "kind" member is the string
+//     "message", or that has a top-level "jsonrpc" or "messageId" member
+//     (names compared case-insensitively).
 //
 // JSON is read leniently here (duplicates and invalid UTF-8 tolerated) so
 // that a hostile document is still attributed to its format and rejected
