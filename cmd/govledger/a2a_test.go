@@ -164,3 +164,32 @@ func TestServeA2A(t *testing.T) {
 		t.Fatalf("verify: %d %s", code, out)
 	}
 }
+
+// TestHandoffNewA2A: handoff new --format a2a/1 writes an A2A message
+// that names both agents with their locked card hashes, and it is
+// accepted; another format is a usage error.
+func TestHandoffNewA2A(t *testing.T) {
+	dir, cards, lock := a2aCards(t)
+	db := filepath.Join(dir, "ledger.db")
+	gl := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append([]string{"--db", db, "--manifest", cards, "--lock", lock}, args...)...)
+	}
+	if code, out, errs := gl("lock"); code != 0 {
+		t.Fatalf("lock: %d %s %s", code, out, errs)
+	}
+	code, doc, errs := gl("handoff", "new", "--format", "a2a/1", "--from", "planner", "--to", "router", "--description", "route the airport leg")
+	if code != 0 || !strings.Contains(doc, `"kind": "message"`) || !strings.Contains(doc, `"target_prompt_hash": "sha256:02936fa4f21c97c6206e9e47e86ccf3608157fb042d860fcbbfdb016f92f9d5f"`) {
+		t.Fatalf("handoff new --format a2a/1: %d %s %s", code, doc, errs)
+	}
+	p := filepath.Join(dir, "new.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := gl("record", p); code != 0 || !strings.Contains(out, "ACCEPTED (a2a/1, planner -> router)") {
+		t.Fatalf("record of handoff new's message: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := gl("handoff", "new", "--format", "vbw/1", "--from", "planner", "--to", "router"); code != 2 || !strings.Contains(errs, "want governed/1 or a2a/1") {
+		t.Fatalf("handoff new --format vbw/1: %d %s", code, errs)
+	}
+}
