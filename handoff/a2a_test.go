@@ -92,3 +92,17 @@ func slicesContains(cs []reason.Code, c reason.Code) bool {
 	}
 	return false
 }
+
+// TestA2AParseLimit: under the bounded rules an a2a/1 document denser in
+// values than its size allows is refused with PARSE_LIMIT before its
+// carrier is read, and is still attributed to a2a/1.
+func TestA2AParseLimit(t *testing.T) {
+	doc := []byte(rep(a2aMessage, `"preferences": ["avoid_tolls"]`, `"preferences": [`+strings.Repeat("0,", 200_000)+`0]`))
+	rec := handoff.Parse(doc, handoff.Options{Rules: handoff.CurrentRules})
+	if rec.Format != handoff.A2A || !slicesContains(codesOf(rec), reason.ParseLimit) {
+		t.Fatalf("format %s, codes %v; want a2a/1 refused PARSE_LIMIT", rec.Format, codesOf(rec))
+	}
+	if rec = handoff.Parse(doc, handoff.Options{Rules: handoff.RulesUnbounded}); len(rec.Findings) != 0 {
+		t.Fatalf("unbounded rules: %s", dump(rec.Findings))
+	}
+}
