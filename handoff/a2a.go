@@ -87,7 +87,12 @@ func a2aRequest(c *checker, root *node) (*node, string) {
 	}
 	const p = "params"
 	c.known(params, p, a2aClosed, "message", "configuration", "metadata")
-	c.object(params, p, "metadata", false)
+	if pm := c.object(params, p, "metadata", false); pm != nil {
+		if v, ok := pm.member(A2AMetadataKey); ok {
+			// Not silently ignored: the agents would then come from nowhere.
+			c.schema(p+".metadata."+A2AMetadataKey, v, "govledger reads the agents from the message's own metadata, params.message.metadata.%s, not the request's", A2AMetadataKey)
+		}
+	}
 	if cfg := c.object(params, p, "configuration", false); cfg != nil {
 		const q = "params.configuration"
 		c.known(cfg, q, a2aClosed, "acceptedOutputModes", "historyLength", "pushNotificationConfig", "blocking")

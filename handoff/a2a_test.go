@@ -57,6 +57,7 @@ func TestA2ASpec(t *testing.T) {
 		{id: "blocking-boolean", seed: "If true, the client will wait for the task to complete.", doc: rep(r, `"blocking": true`, `"blocking": "yes"`), want: []reason.Code{S}, field: "params.configuration.blocking"},
 		{id: "a2a-1.0-role", seed: "A2A 0.3.0 names the roles user and agent (1.0's ROLE_USER is another version)", doc: rep(m, `"role": "user"`, `"role": "ROLE_USER"`), want: []reason.Code{S}, field: "role"},
 		{id: "a2a-1.0-method", seed: "A2A 0.3.0's JSON-RPC method is message/send (1.0's SendMessage is another version)", doc: rep(r, `"message/send"`, `"SendMessage"`), want: []reason.Code{S}, field: "method"},
+		{id: "agents-in-message-metadata", seed: "govledger: the agents are the message's metadata, not the request's", doc: rep(r, `"metadata": {}`, `"metadata": {"govledger": {"source": "planner", "target": "router"}}`), want: []reason.Code{S}, field: "params.metadata.govledger"},
 		{id: "agents-from-metadata", seed: "govledger: metadata.govledger.source and .target name the agents", doc: m},
 		{id: "agents-from-request", seed: "govledger: the adapter's request names the agents (--from, --to)", doc: noMeta, opts: agents},
 		{id: "agents-required", seed: "govledger: an a2a/1 message whose agents nobody names is refused", doc: noMeta, want: []reason.Code{G}},
