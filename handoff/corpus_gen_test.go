@@ -110,6 +110,7 @@ func TestGenerateCorpus(t *testing.T) {
 	generateSkill(t)
 	generateVBW(t)
 	generateTask(t)
+	generateA2A(t)
 	if *updateCorpus {
 		return
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/govledger/govledger/reason"
 )
 
-var allFormats = []string{"governed", "swarm", "skill", "vbw", "task"}
+var allFormats = []string{"governed", "swarm", "skill", "vbw", "task", "a2a"}
 
 func loadExpect(t *testing.T, dir string) expectFile {
 	t.Helper()
@@ -135,7 +135,7 @@ func TestCorpus(t *testing.T) {
 // TestCorpusForcedFormat parses every hostile document with its folder's
 // format forced: it must still be rejected, never panic.
 func TestCorpusForcedFormat(t *testing.T) {
-	forced := map[string]handoff.Format{"governed": handoff.Governed, "swarm": handoff.Swarm, "skill": handoff.Skill, "vbw": handoff.VBW, "task": handoff.Task}
+	forced := map[string]handoff.Format{"governed": handoff.Governed, "swarm": handoff.Swarm, "skill": handoff.Skill, "vbw": handoff.VBW, "task": handoff.Task, "a2a": handoff.A2A}
 	for _, f := range allFormats {
 		dir := filepath.Join(corpusRoot, f, "hostile")
 		e := loadExpect(t, dir)

@@ -1,4 +1,4 @@
-// Package handoff parses the five handoff formats of govledger into one
+// Package handoff parses the six handoff formats of govledger into one
 // normalized Record, with the findings of each format's own rules.
 //
 // Parse(data, Options) is the entry point; it never returns nil and never
@@ -16,7 +16,7 @@
 //
 // # Carriers
 //
-// JSON (governed/1, vbw/1) is read by internal/strictjson: exactly one value,
+// JSON (governed/1, vbw/1, a2a/1) is read by internal/strictjson: exactly one value,
 // no byte order mark, no duplicate names, valid UTF-8 with no lone
 // surrogates, numbers within +-(2^53-1), names matched exactly. YAML
 // (swarm/2, skill/1, task/1) is read as a yaml.Node tree and refused when
@@ -49,10 +49,12 @@
 //	            gives NEWER_VERSION (warning)
 //	vbw/1       SCHEMA_INVALID                       seed 001 lists every field of each message type
 //	task/1      SCHEMA_INVALID                       seed 004 lists every field and "enforces" the schema
+//	a2a/1       SCHEMA_INVALID except the free-form  A2A 0.3.0 lists every member of a Message,
+//	            values (metadata, DataPart data)     Part and SendMessageRequest
 //
 // # Detection
 //
-// Detect applies five content rules (see its documentation) and accepts
+// Detect applies six content rules (see its documentation) and accepts
 // exactly one match; a file name is never consulted. A swarm/2 or skill/1
 // document without its source field is still attributed by its other
 // members (swarm/2: handoff.source, target, context, meta, ...; skill/1:
@@ -168,6 +170,22 @@
 // severity and priority are enumerations; blocking is a boolean. Agents
 // come from Options.From/To; WorkflowID is the ID of a "# Task ID: Name"
 // title; there is no HandoffID.
+//
+// a2a/1 (A2A specification 0.3.0, A2AVersion): a Message (kind
+// "message"; role user|agent; parts of kind text, file or data, a file
+// holding base64 bytes or a uri, not both; messageId; optional contextId,
+// taskId, referenceTaskIds, extensions, metadata) or a JSON-RPC
+// SendMessageRequest carrying one (jsonrpc "2.0", id string or number,
+// method message/send or message/stream, params {message, configuration,
+// metadata}). HandoffID is messageId (1 to MaxFieldLen bytes, not blank,
+// no control characters; else INVALID_ID), WorkflowID contextId (same
+// rule; else SCHEMA_INVALID). The agents are metadata.govledger.source and
+// .target (A2AMetadataKey), or Options.From and To; both must agree where
+// both name one, and an agent named by neither is AGENTS_REQUIRED.
+// metadata.govledger.source_prompt_hash and target_prompt_hash, when
+// present, fill AgentRef.PromptHash for the policy. A document in A2A
+// 1.0's shape (ROLE_USER, SendMessage, parts without kind) is refused
+// saying so.
 //
 // # Paths
 //

@@ -23,5 +23,5 @@ func ExampleDetect() {
 	_, _, err := handoff.Detect([]byte("# Notes\n\nnothing structured here\n"))
 	fmt.Println(err)
 	// Output:
-	// no handoff format matched (considered: governed/1: not a JSON object; vbw/1: not a JSON object; swarm/2: no top-level YAML "handoff" mapping; skill/1: no top-level YAML "handoff" mapping; task/1: no "## Handoff" heading outside code fences)
+	// no handoff format matched (considered: governed/1: not a JSON object; vbw/1: not a JSON object; a2a/1: not a JSON object; swarm/2: no top-level YAML "handoff" mapping; skill/1: no top-level YAML "handoff" mapping; task/1: no "## Handoff" heading outside code fences)
 }

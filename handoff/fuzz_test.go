@@ -98,7 +98,7 @@ func looksLikeJSON(b []byte) bool {
 // roundTrip: an accepted JSON document re-encoded in RFC 8785 canonical
 // form parses to the same record.
 func roundTrip(t *testing.T, data []byte, rec *handoff.Record, opts handoff.Options) {
-	if (rec.Format != handoff.Governed && rec.Format != handoff.VBW) || reason.Decide(rec.Findings) != reason.Accepted || !looksLikeJSON(data) ||
+	if (rec.Format != handoff.Governed && rec.Format != handoff.VBW && rec.Format != handoff.A2A) || reason.Decide(rec.Findings) != reason.Accepted || !looksLikeJSON(data) ||
 		slices.Contains(reason.Codes(rec.Findings), reason.MarkdownFallback) {
 		return // not read as JSON (vbw/1 markdown may start with "[")
 	}
@@ -133,3 +133,4 @@ func FuzzParseSwarm(f *testing.F)    { fuzzFormat(f, handoff.Swarm, "swarm") }
 func FuzzParseSkill(f *testing.F)    { fuzzFormat(f, handoff.Skill, "skill") }
 func FuzzParseVBW(f *testing.F)      { fuzzFormat(f, handoff.VBW, "vbw") }
 func FuzzParseTask(f *testing.F)     { fuzzFormat(f, handoff.Task, "task") }
+func FuzzParseA2A(f *testing.F)      { fuzzFormat(f, handoff.A2A, "a2a") }

@@ -46,6 +46,17 @@ func TestDetect(t *testing.T) {
 		{"binary", "\x00\x01\x02\x03", "", handoff.ErrNotText},
 		{"invalid utf-8 text", "hello \xff world", "", handoff.ErrNotText},
 		{"bom then governed", "\xef\xbb\xbf" + governedSeed, handoff.Governed, nil},
+		{"a2a message", a2aMessage, handoff.A2A, nil},
+		{"a2a request", a2aRequest, handoff.A2A, nil},
+		{"a2a by messageId only", `{"messageId": "m"}`, handoff.A2A, nil},
+		{"a2a by jsonrpc only", `{"jsonrpc": "2.0"}`, handoff.A2A, nil},
+		{"a2a case-variant key", `{"MESSAGEID": "m"}`, handoff.A2A, nil},
+		{"a2a broken json", `{"kind": "message", "parts": [`, handoff.A2A, nil},
+		{"a2a duplicate kind", `{"kind": "task", "kind": "message"}`, handoff.A2A, nil},
+		{"kind other than message", `{"kind": "task", "id": "t-1"}`, "", handoff.ErrUnknownFormat},
+		{"a2a and governed", `{"kind": "message", "source_agent": {}}`, "", handoff.ErrAmbiguous},
+		{"a2a and vbw", `{"messageId": "m", "type": "qa_result"}`, "", handoff.ErrAmbiguous},
+		{"a2a 1.0 message", `{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}`, handoff.A2A, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +205,11 @@ func TestHugeInputs(t *testing.T) {
 		{"10 MB agent id", rep(governedSeed, `"domain-05-product"`, `"`+big+`"`), reason.SchemaInvalid},
 		{"100k keys", rep(governedSeed, `"hypothesis": "Users want feature X",`, manyKeys(100_000)), ""},
 		{"1M element array", rep(governedSeed, `"hypothesis": "Users want feature X",`, `"a": [`+strings.Repeat("0,", 999_999)+`0],`), ""},
+		{"a2a json depth 1e6", `{"kind": "message", "parts": ` + strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000) + `}`, reason.Unparseable},
+		{"a2a 10 MB source", rep(a2aMessage, `"source": "planner"`, `"source": "`+big+`"`), reason.SchemaInvalid},
+		{"a2a 10 MB message id", rep(rep(a2aMessage, `"9229e770-767c-417b-a0b0-f0741243c589"`, `"`+big+`"`), `"source": "planner"`, `"source": "`+big+`"`), reason.InvalidID},
+		{"a2a 100k metadata keys", rep(a2aMessage, `"govledger": {`, manyKeys(100_000)+`"govledger": {`), ""},
+		{"a2a 100k parts", rep(a2aMessage, `"parts": [`, `"parts": [`+strings.Repeat(`{"kind": "text", "text": "x"},`, 100_000)), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

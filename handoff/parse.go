@@ -205,6 +205,8 @@ func Parse(data []byte, opts Options) (rec *Record) {
 		parseVBW(c, rec, data, opts, tree)
 	case Task:
 		parseTask(c, rec, data, opts)
+	case A2A:
+		parseA2A(c, rec, data, opts, tree)
 	}
 	return rec
 }
@@ -323,6 +325,9 @@ var governedKeys = []string{"handoff_id", "source_agent", "target_agent", "proto
 //     "handoff:" line followed by an indented "source_skill:" line.
 //   - task/1: text with a "## Handoff" heading line outside fenced code
 //     blocks.
+//   - a2a/1: a JSON object whose top-level "kind" member is the string
+//     "message", or that has a top-level "jsonrpc" or "messageId" member
+//     (names compared case-insensitively).
 //
 // JSON is read leniently here (duplicates and invalid UTF-8 tolerated) so
 // that a hostile document is still attributed to its format and rejected
@@ -369,7 +374,7 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 		why string // why + arg is the reason
 		arg string
 	}
-	var verdicts [5]verdict // one per format
+	var verdicts [6]verdict // one per format
 	nv, nm := 0, 0
 	note := func(f Format, ok bool, why, arg string) {
 		if ok {
@@ -403,7 +408,7 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 		return out
 	}
 	var keys []string
-	var typ *string
+	var typ, kindOf *string
 	var isObj bool
 	if tree != nil {
 		// What the lenient read below finds in a strict document.
@@ -412,14 +417,18 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 			if t, ok := tree.member("type"); ok && t.kind == kString {
 				typ = &t.text
 			}
+			if t, ok := tree.member("kind"); ok && t.kind == kString {
+				kindOf = &t.text
+			}
 		}
 	} else {
-		keys, typ, isObj = jsonTopLevel(text)
+		keys, typ, kindOf, isObj = jsonTopLevel(text)
 	}
 	switch {
 	case !isObj:
 		note(Governed, false, "not a JSON object", "")
 		note(VBW, false, "not a JSON object", "")
+		note(A2A, false, "not a JSON object", "")
 	default:
 		gk := ""
 		for _, k := range keys {
@@ -441,6 +450,22 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 			note(VBW, true, `"type" `, *typ)
 		default:
 			note(VBW, false, `"type" is not one of `, strings.Join(vbwTypes, ", "))
+		}
+		ak := ""
+		for _, k := range keys {
+			for _, want := range a2aDetectKeys {
+				if ak == "" && strings.EqualFold(k, want) {
+					ak = k
+				}
+			}
+		}
+		switch {
+		case kindOf != nil && *kindOf == "message":
+			note(A2A, true, `"kind" `, "message")
+		case ak != "":
+			note(A2A, true, "member ", fieldKey(ak))
+		default:
+			note(A2A, false, `no "kind": "message", jsonrpc or messageId member`, "")
 		}
 	}
 	// JSON is YAML: a JSON object can only be a swarm/2 or skill/1 document
@@ -676,18 +701,18 @@ func findHandoffHeading(lines []string) int {
 
 // jsonTopLevel reads the top-level member names of a JSON object leniently
 // (duplicate names and invalid UTF-8 allowed, depth unbounded by this
-// reader's own stack: values are skipped, not walked). typ is the "type"
-// member when it is a string. isObj is false when data does not start
-// with a JSON object.
-func jsonTopLevel(data []byte) (keys []string, typ *string, isObj bool) {
+// reader's own stack: values are skipped, not walked). typ and kindOf are
+// the "type" and "kind" members when they are strings (the last of
+// duplicates). isObj is false when data does not start with a JSON object.
+func jsonTopLevel(data []byte) (keys []string, typ, kindOf *string, isObj bool) {
 	if !looksJSON(data) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(data),
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	tok, err := dec.ReadToken()
 	if err != nil || tok.Kind() != '{' {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	for dec.PeekKind() == '"' {
 		k, err := dec.ReadToken()
@@ -695,18 +720,22 @@ func jsonTopLevel(data []byte) (keys []string, typ *string, isObj bool) {
 			break
 		}
 		keys = append(keys, k.String())
-		if k.String() == "type" && dec.PeekKind() == '"' {
+		if name := k.String(); (name == "type" || name == "kind") && dec.PeekKind() == '"' {
 			v, err := dec.ReadToken()
 			if err != nil {
 				break
 			}
 			s := v.String()
-			typ = &s
+			if name == "type" {
+				typ = &s
+			} else {
+				kindOf = &s
+			}
 			continue
 		}
 		if err := dec.SkipValue(); err != nil {
 			break
 		}
 	}
-	return keys, typ, true
+	return keys, typ, kindOf, true
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/govledger/govledger/reason"
 )
 
-// Format identifies one of the five handoff formats.
+// Format identifies one of the six handoff formats.
 type Format string
 
 // The handoff formats (see docs/reference/formats.md).
@@ -16,10 +16,11 @@ const (
 	Skill    Format = "skill/1"    // seed 002: YAML, handoff.source_skill/handoff.target_skill
 	VBW      Format = "vbw/1"      // seed 001: JSON with "type"; markdown fallback; --from/--to
 	Task     Format = "task/1"     // seed 004: YAML under "## Handoff" in markdown; --from/--to
+	A2A      Format = "a2a/1"      // A2A 0.3.0 Message or SendMessageRequest: JSON; metadata or --from/--to
 )
 
 // Formats lists every format in detection order.
-var Formats = []Format{Governed, Swarm, Skill, VBW, Task}
+var Formats = []Format{Governed, Swarm, Skill, VBW, Task, A2A}
 
 // AgentRef is an agent as a handoff document names it. Fields the format
 // does not carry are empty.

@@ -14,7 +14,8 @@ import (
 // "skill" line under the only "source" line (swarm/2) of a YAML
 // "handoff:" block written in the plain block style; opts.From for a
 // vbw/1 JSON message (a top-level "type" naming a message type), for
-// Format vbw/1 or task/1, and for text that is neither. ok is false when
+// Format vbw/1, task/1 or a2a/1, and for text that is neither. (A detected
+// a2a/1 document names its source deep in its metadata: no cheap answer.) ok is false when
 // the read finds no answer it is sure of.
 //
 // It costs about the size of data and is meant to refuse a document from
@@ -23,7 +24,8 @@ import (
 // another is impossible for strict JSON, and for YAML only in shapes no
 // producer writes (Parse's answer is checked again after the parse).
 func SourceHint(data []byte, opts Options) (source string, ok bool) {
-	if opts.Format == VBW || opts.Format == Task {
+	if opts.Format == VBW || opts.Format == Task || opts.Format == A2A {
+		// a2a/1: a source in the metadata must agree with From (Parse).
 		return opts.From, opts.From != ""
 	}
 	text := bytes.TrimPrefix(data, bom)

@@ -59,6 +59,10 @@ var (
 	// handoff_categories, no handoff_description, an unknown key, a name that
 	// is not its folder's name.
 	ErrSkill = errors.New("invalid skill handoff metadata")
+	// ErrAgentCard is returned for a file of an Agent Cards folder that is
+	// not an A2A Agent Card (a required member missing or of the wrong
+	// type), or whose file name is not a canonical agent id.
+	ErrAgentCard = errors.New("invalid A2A agent card")
 	// ErrSnapshot is returned by ParseSnapshot for bytes that are neither a
 	// manifest nor a canonical skills snapshot.
 	ErrSnapshot = errors.New("invalid registry snapshot")

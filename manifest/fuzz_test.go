@@ -133,3 +133,28 @@ func FuzzParseSubagent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAgentCard: any bytes as an A2A Agent Card file never panic; a
+// card that loads is one domain agent that accepts handoffs, and its
+// registry's snapshot reads back to the same agents.
+func FuzzParseAgentCard(f *testing.F) {
+	addSeeds(f, "../testdata/a2a-cards/*.json", "../testdata/registry/prompt-manifest.json")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reg, err := manifest.ParseAgentCards("", []manifest.SkillFile{{Path: "a.json", Data: data}})
+		if err != nil {
+			checkList(t, err)
+			return
+		}
+		if len(reg.Agents) != 1 || reg.Agents[0].ID != "a" || reg.Agents[0].PromptPath != "a.json" || !reg.Agents[0].AcceptsHandoff ||
+			manifest.CheckVersion(reg.Agents[0].Version) != nil {
+			t.Fatalf("card agent = %+v", reg.Agents)
+		}
+		back, err := manifest.ParseSnapshot(reg.Snapshot)
+		if err != nil {
+			t.Fatalf("ParseSnapshot: %v\n%s", err, reg.Snapshot)
+		}
+		if !back.FromAgentCards || !reflect.DeepEqual(back.Agents, reg.Agents) {
+			t.Fatalf("snapshot round trip: %+v, want %+v", back.Agents, reg.Agents)
+		}
+	})
+}

@@ -18,7 +18,9 @@ import (
 // Load reads an agent registry from the file system. A path naming a
 // directory loads a skills folder (its */SKILL.md files, one level deep; see
 // ParseSkills), or, when it holds no */SKILL.md but *.md files, a Claude
-// Code subagents folder (see ParseSubagents); any other path loads a prompt-manifest.json (see Parse),
+// Code subagents folder (see ParseSubagents), or, when it holds neither but
+// *.json files, an A2A Agent Cards folder (see ParseAgentCards); any other
+// path loads a prompt-manifest.json (see Parse),
 // whose prompt paths are relative to the file's folder.
 //
 // Beyond the lexical rules, Load checks every prompt path through an
@@ -168,6 +170,9 @@ func loadSkills(dir string) (*Registry, error) {
 	if isSubagentsFolder(root, entries) {
 		return loadSubagents(dir, root, entries)
 	}
+	if isCardsFolder(root, entries) {
+		return loadCards(dir, root, entries)
+	}
 	var (
 		files []SkillFile
 		errs  ErrorList
@@ -205,7 +210,7 @@ func loadSkills(dir string) (*Registry, error) {
 		files = append(files, SkillFile{Path: p, Data: data})
 	}
 	if len(files) == 0 && len(errs) == 0 {
-		return nil, ErrorList{{File: dir, Err: fmt.Errorf("%w: looked for skills (<folder>/SKILL.md) and Claude Code subagent files (<name>.md) in the folder, found neither", ErrNoAgents)}}
+		return nil, ErrorList{{File: dir, Err: fmt.Errorf("%w: looked for skills (<folder>/SKILL.md), Claude Code subagent files (<name>.md) and A2A Agent Cards (<agent_id>.json) in the folder, found none", ErrNoAgents)}}
 	}
 	reg, err := ParseSkills(dir, files)
 	var list ErrorList

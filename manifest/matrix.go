@@ -59,7 +59,7 @@ func (r *Registry) Grounds(src, dst string) []Ground {
 type Matrix struct {
 	// Kind is "manifest" for a prompt-manifest.json, "skills" for a
 	// folder of SKILL.md files, "subagents" for a Claude Code subagents
-	// folder.
+	// folder, "a2a-cards" for a folder of A2A Agent Cards.
 	Kind string `json:"kind"`
 	// Agents is the number of registered agents; Allowed the number of
 	// allowed (source, target) pairs, of Agents*Agents.
@@ -106,6 +106,9 @@ func (r *Registry) Matrix() *Matrix {
 	}
 	if r.FromSubagents {
 		m.Kind = "subagents"
+	}
+	if r.FromAgentCards {
+		m.Kind = CardsRegistry
 	}
 	ids := make([]*Agent, len(r.Agents))
 	for i := range r.Agents {

@@ -128,8 +128,9 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 		return Parse(name, data, "")
 	}
 	subagents := *peek.Registry == SubagentsRegistry
-	if *peek.Registry != SkillsRegistry && !subagents {
-		return nil, ErrorList{{File: name, Field: "/registry", Err: fmt.Errorf("%w: registry %s; want %q or %q", ErrSnapshot, quote(*peek.Registry), SkillsRegistry, SubagentsRegistry)}}
+	cards := *peek.Registry == CardsRegistry
+	if *peek.Registry != SkillsRegistry && !subagents && !cards {
+		return nil, ErrorList{{File: name, Field: "/registry", Err: fmt.Errorf("%w: registry %s; want %q, %q or %q", ErrSnapshot, quote(*peek.Registry), SkillsRegistry, SubagentsRegistry, CardsRegistry)}}
 	}
 	var snap skillsSnapshot
 	if err := strictjson.Unmarshal(name, data, &snap); err != nil {
@@ -150,13 +151,16 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 	for i := range snap.Agents {
 		a := &snap.Agents[i]
 		normalize(a)
-		for _, p := range checkSkillAgent(a, subagents) {
+		for _, p := range checkSkillAgent(a, subagents || cards) {
 			s := loc(i, p.field)
 			errs = append(errs, &Error{File: s.file, Line: s.line, Col: s.col, Field: s.field, Err: p.err})
 		}
 		want := a.ID + "/" + skillFile
-		if subagents {
+		switch {
+		case subagents:
 			want = a.ID + ".md"
+		case cards:
+			want = a.ID + ".json"
 		}
 		if a.ID != "" && a.PromptPath != want {
 			s := loc(i, "prompt_path")
@@ -172,7 +176,7 @@ func ParseSnapshot(data []byte) (*Registry, error) {
 		sortErrors(errs)
 		return nil, errs
 	}
-	return &Registry{Agents: snap.Agents, FromSkills: true, FromSubagents: subagents, Snapshot: bytes.Clone(data)}, nil
+	return &Registry{Agents: snap.Agents, FromSkills: true, FromSubagents: subagents, FromAgentCards: cards, Snapshot: bytes.Clone(data)}, nil
 }
 
 // problem is a rule broken by one agent field, before it is placed.

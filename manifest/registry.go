@@ -90,6 +90,9 @@ type Registry struct {
 	// FromSubagents is true when the registry was loaded from a Claude Code
 	// subagents folder (.claude/agents/); FromSkills is then true too.
 	FromSubagents bool
+	// FromAgentCards is true when the registry was loaded from a folder of
+	// A2A Agent Cards (ParseAgentCards); FromSkills is then true too.
+	FromAgentCards bool
 	// Snapshot is the bytes recorded in the ledger as this registry's
 	// snapshot: the manifest file's bytes, or for a skills folder the
 	// canonical JSON of the registry as loaded. ParseSnapshot reads it back.

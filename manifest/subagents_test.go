@@ -78,7 +78,7 @@ func TestLoadSubagentsErrors(t *testing.T) {
 		want  error
 		in    string // in the message
 	}{
-		{"empty-folder", nil, manifest.ErrNoAgents, "found neither"},
+		{"empty-folder", nil, manifest.ErrNoAgents, "A2A Agent Cards (<agent_id>.json) in the folder, found none"},
 		{"only-readme", map[string]string{"README.md": "# agents\n"}, manifest.ErrNoAgents, "subagent files"},
 		{"no-description", map[string]string{"a.md": "---\nname: a\n---\nbody\n"}, manifest.ErrMissing, "description"},
 		{"no-name", map[string]string{"a.md": "---\ndescription: d\n---\nbody\n"}, manifest.ErrMissing, "name"},

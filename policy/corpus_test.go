@@ -22,7 +22,7 @@ const corpusDir = "../testdata/handoffs"
 type corpusDoc struct {
 	path   string // slash-separated, relative to corpusDir: <format>/<valid|hostile>/<name>
 	data   []byte
-	fromTo bool      // vbw/1 and task/1 documents need --from/--to
+	fromTo bool      // vbw/1, task/1 and a2a/1 documents need --from/--to
 	now    time.Time // the "now" of the directory's expect.json, if any
 }
 
@@ -50,7 +50,7 @@ func corpus(tb testing.TB) []corpusDoc {
 			return err
 		}
 		docs = append(docs, corpusDoc{path: strings.Join(parts, "/"), data: data,
-			fromTo: parts[0] == "vbw" || parts[0] == "task", now: nows[dir]})
+			fromTo: parts[0] == "vbw" || parts[0] == "task" || parts[0] == "a2a", now: nows[dir]})
 		return nil
 	})
 	if err != nil && !os.IsNotExist(err) {
@@ -174,7 +174,11 @@ func corpusInput(t testing.TB, doc corpusDoc) policy.Input {
 	if !doc.now.IsZero() {
 		in.Now = doc.now
 	}
-	if doc.fromTo {
+	switch {
+	case doc.fromTo && strings.HasPrefix(doc.path, "a2a/"):
+		// The agents the a2a/1 corpus's metadata names (its expect.json's).
+		in.Inputs.Params.From, in.Inputs.Params.To = "planner", "router"
+	case doc.fromTo:
 		in.Inputs.Params.From, in.Inputs.Params.To = "domain-01-research", "domain-02-analysis"
 	}
 	return in

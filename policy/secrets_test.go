@@ -56,6 +56,10 @@ func TestReasonsNeverCopyValues(t *testing.T) {
 		cases = append(cases, secretCase{"vbw seed 001 " + name, handoff.VBW, jsonMutator(corpusFile(t, "vbw/valid/seed-001-"+name+".json")),
 			exampleInput(time.Date(2026, 2, 4, 20, 0, 0, 0, time.UTC), "domain-01-research", "domain-02-analysis")})
 	}
+	for _, name := range []string{"message", "send-message-request"} {
+		cases = append(cases, secretCase{"a2a " + name, handoff.A2A, jsonMutator(corpusFile(t, "a2a/valid/"+name+".json")),
+			exampleInput(time.Date(2026, 2, 4, 20, 0, 0, 0, time.UTC), "", "")})
+	}
 	cases = append(cases, secretCase{"vbw markdown", handoff.VBW,
 		func(t *testing.T, i int, secret func(int) string) ([]byte, int) {
 			if i < 0 {

@@ -45,7 +45,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 1000, Usage: "documents per measurement"},
 			&cli.IntFlag{Name: "writers", Value: 8, Usage: "concurrent writers for the group-commit run"},
-			&cli.StringFlag{Name: "format", Value: string(handoff.Governed), Usage: "document format: governed/1, swarm/2, skill/1, vbw/1, task/1"},
+			&cli.StringFlag{Name: "format", Value: string(handoff.Governed), Usage: "document format: governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1"},
 			&cli.StringFlag{Name: "dir", Usage: "scratch folder on the disk to measure (default: a temporary folder)"},
 			&cli.IntFlag{Name: "verify-n", Usage: "entries of the ledger verify is measured on (default: the --n of the sequential record run)"},
 			&cli.BoolFlag{Name: "server", Usage: "measure submitting over HTTP to govledger serve against record and raw bbolt"},
@@ -62,7 +62,7 @@ Examples:
 			}
 			f := handoff.Format(c.String("format"))
 			if !knownFormat(f) {
-				return usageErr("--format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1", f)
+				return usageErr("--format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1", f)
 			}
 			if c.Int("n") <= 0 || c.Int("writers") <= 0 || c.Int("verify-n") < 0 {
 				return usageErr("--n and --writers must be positive, --verify-n not negative")

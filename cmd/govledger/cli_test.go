@@ -448,7 +448,7 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"lock", "check", "--output", ""}, []string{"text", "json", "github", "sarif"}},
 		{[]string{"lock", "check", "--output", "s"}, []string{"sarif"}},
 		{[]string{"--output", ""}, []string{"text", "json", "github", "sarif", "seed-error"}},
-		{[]string{"record", "--format", ""}, []string{"governed/1", "swarm/2", "skill/1", "vbw/1", "task/1"}},
+		{[]string{"record", "--format", ""}, []string{"governed/1", "swarm/2", "skill/1", "vbw/1", "task/1", "a2a/1"}},
 		{[]string{"log", "--decision", ""}, []string{"accepted", "rejected"}},
 		{[]string{"log", "--kind", "s"}, []string{"snapshot"}},
 		{[]string{"record", "--strict", ""}, nil},    // files

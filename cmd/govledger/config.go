@@ -25,9 +25,9 @@ import (
 // decisionFlags are the flags of validate and record.
 func decisionFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "format", Usage: "handoff format instead of detection: governed/1, swarm/2, skill/1, vbw/1, task/1"},
-		&cli.StringFlag{Name: "from", Usage: "source agent, for formats that do not name it (vbw/1, task/1)"},
-		&cli.StringFlag{Name: "to", Usage: "target agent, for formats that do not name it (vbw/1, task/1)"},
+		&cli.StringFlag{Name: "format", Usage: "handoff format instead of detection: governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1"},
+		&cli.StringFlag{Name: "from", Usage: "source agent, for formats that do not name it (vbw/1, task/1; a2a/1 without metadata.govledger)"},
+		&cli.StringFlag{Name: "to", Usage: "target agent, for formats that do not name it (vbw/1, task/1; a2a/1 without metadata.govledger)"},
 		&cli.BoolFlag{Name: "strict", Usage: "treat format fallbacks (vbw/1 markdown) as errors"},
 		&cli.DurationFlag{Name: "max-age", Value: govern.DefaultMaxAge, Usage: "reject handoffs whose timestamp is older (STALE); 0 disables"},
 		&cli.Int64Flag{Name: "max-payload", Value: govern.DefaultMaxPayload, Usage: "record larger documents as PAYLOAD_TOO_LARGE, hash and size only"},
@@ -124,7 +124,7 @@ func loadConfig(c *cli.Context, g *globals) (*govern.Config, error) {
 		MaxPayload: c.Int64("max-payload"),
 	}
 	if p.Format != "" && !knownFormat(p.Format) {
-		return nil, usageErr("--format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1", p.Format)
+		return nil, usageErr("--format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1", p.Format)
 	}
 	if p.MaxAge < 0 {
 		return nil, usageErr("--max-age must not be negative")

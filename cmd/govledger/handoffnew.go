@@ -74,6 +74,7 @@ func handoffNewCommand(g *globals) *cli.Command {
 		&cli.StringFlag{Name: "to", Usage: "target agent (default: the first agent --from may hand off to)"},
 		&cli.StringFlag{Name: "type", Usage: "the request's type (default: the target's first request type, else \"task\")"},
 		&cli.StringFlag{Name: "description", Value: "describe the work handed over", Usage: "what the target is asked to do"},
+		&cli.StringFlag{Name: "format", Value: "governed/1", Usage: "the document's format: governed/1, or a2a/1 (an A2A 0.3.0 message whose metadata names the agents and their locked prompt hashes)"},
 	}
 	for _, f := range decisionFlags() {
 		if n := f.Names()[0]; n != "from" && n != "to" && n != "format" && n != "as" {
@@ -82,7 +83,7 @@ func handoffNewCommand(g *globals) *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "new",
-		Usage: "write a fresh, valid governed/1 hand-off document for the registry",
+		Usage: "write a fresh, valid governed/1 (or a2a/1) hand-off document for the registry",
 		Description: `Writes a governed/1 document from --from to --to, stamped now with a new
 handoff_id, naming each agent's type and version from the registry and its
 prompt hash from the lock, to standard output. It is decided against the
@@ -90,11 +91,15 @@ registry and the lock before it is written, as 'validate' would: a pair the
 registry does not allow is refused (exit 1) with the reasons, and nothing is
 written. Without --from and --to it takes the first pair the registry allows.
 Blocks are the ledger's: record it to see whether an agent is blocked.
+--format a2a/1 writes an A2A 0.3.0 message instead: a new messageId, the
+description as its text part, and metadata.govledger naming both agents with
+their locked prompt hashes (with an Agent Cards registry: the cards' hashes).
 
 Examples:
   govledger handoff new > handoff.json
   govledger handoff new --from domain-05-product --to domain-02-analysis > handoff.json
-  govledger handoff new --from domain-05-product --to domain-02-analysis --description "validate the pricing hypothesis" | govledger record -`,
+  govledger handoff new --from domain-05-product --to domain-02-analysis --description "validate the pricing hypothesis" | govledger record -
+  govledger --manifest cards/ --lock cards-lock.json handoff new --format a2a/1 --from planner --to router > message.json`,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
@@ -107,11 +112,19 @@ Examples:
 			if err != nil {
 				return err
 			}
+			format := c.String("format")
+			if format != "governed/1" && format != "a2a/1" {
+				return usageErr("handoff new --format %q: want governed/1 or a2a/1", format)
+			}
 			doc, err := newGovernedDoc(cfg, c.String("from"), c.String("to"), c.String("type"), c.String("description"), time.Now())
 			if err != nil {
 				return inputErr(fmt.Errorf("handoff new: %w", err))
 			}
-			b, err := json.Marshal(doc, jsontext.WithIndent("  "), jsontext.EscapeForHTML(false))
+			var out any = doc
+			if format == "a2a/1" {
+				out = newA2ADoc(doc, c.String("description"))
+			}
+			b, err := json.Marshal(out, jsontext.WithIndent("  "), jsontext.EscapeForHTML(false))
 			if err != nil {
 				return internalErr(err)
 			}
@@ -192,4 +205,35 @@ func newGovernedDoc(cfg *govern.Config, from, to, typ, description string, now t
 	s := &doc.Context.State
 	s.ConversationHistory, s.AccumulatedContext, s.DecisionsMade = []any{}, map[string]any{}, []any{}
 	return doc, nil
+}
+
+// a2aNewDoc is an a2a/1 message as handoff new writes it (A2A 0.3.0).
+type a2aNewDoc struct {
+	Kind      string        `json:"kind"`
+	MessageID string        `json:"messageId"`
+	Role      string        `json:"role"`
+	Parts     []a2aTextPart `json:"parts"`
+	Metadata  struct {
+		Govledger struct {
+			Source           string `json:"source"`
+			Target           string `json:"target"`
+			SourcePromptHash string `json:"source_prompt_hash"`
+			TargetPromptHash string `json:"target_prompt_hash"`
+		} `json:"govledger"`
+	} `json:"metadata"`
+}
+
+type a2aTextPart struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// newA2ADoc is the a2a/1 message of the governed/1 document doc: its id,
+// agents and locked prompt hashes, the description as its text.
+func newA2ADoc(doc *newHandoffDoc, description string) *a2aNewDoc {
+	m := &a2aNewDoc{Kind: "message", MessageID: doc.HandoffID, Role: "user", Parts: []a2aTextPart{{Kind: "text", Text: description}}}
+	g := &m.Metadata.Govledger
+	g.Source, g.Target = doc.Source.AgentID, doc.Target.AgentID
+	g.SourcePromptHash, g.TargetPromptHash = lockfile.DigestPrefix+doc.Source.PromptHash, lockfile.DigestPrefix+doc.Target.PromptHash
+	return m
 }

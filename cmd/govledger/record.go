@@ -231,8 +231,10 @@ func orDash(s string) string {
 const decisionHelp = `
 Formats are detected from the content (--format overrides): governed/1 (JSON),
 swarm/2 and skill/1 (YAML), vbw/1 (typed JSON messages, markdown
-fallback) and task/1 (YAML under "## Handoff" in a markdown task file).
-vbw/1 and task/1 do not name their agents: give --from and --to.`
+fallback), task/1 (YAML under "## Handoff" in a markdown task file) and
+a2a/1 (an A2A 0.3.0 Message or message/send request, JSON).
+vbw/1 and task/1 do not name their agents: give --from and --to; an a2a/1
+message names them in metadata.govledger.source/target, or give them.`
 
 func validateCommand(g *globals) *cli.Command {
 	return &cli.Command{
@@ -699,7 +701,7 @@ func (d *decider) item(it stream.Item) (*govern.Config, *govern.Payload, error) 
 	cfg := *d.cfg
 	if it.Format != "" {
 		if !knownFormat(handoff.Format(it.Format)) {
-			return nil, nil, fmt.Errorf("line %d: format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1", it.Line, it.Format)
+			return nil, nil, fmt.Errorf("line %d: format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1", it.Line, it.Format)
 		}
 		cfg.Params.Format = handoff.Format(it.Format)
 	}

@@ -393,7 +393,7 @@ type request struct {
 func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
 	f := handoff.Format(r.Format)
 	if f != "" && !slices.Contains(handoff.Formats, f) {
-		return nil, fmt.Errorf("%w: format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1", server.ErrBadInput, r.Format)
+		return nil, fmt.Errorf("%w: format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1", server.ErrBadInput, r.Format)
 	}
 	if r.TraceParent != "" && len(r.TraceParent) != 55 {
 		return nil, fmt.Errorf("%w: traceparent: only version 00 (55 characters) can be stored", server.ErrBadInput)

@@ -520,6 +520,13 @@ func newGenerator(dir string, f handoff.Format) (*generator, error) {
 		g.doc = func(i int, now time.Time) []byte {
 			return bytes.Replace(tmpl, []byte("Task 014"), []byte("Task "+strconv.Itoa(i)), 1)
 		}
+	case handoff.A2A:
+		// An A2A 0.3.0 message naming the governed/1 example's agents.
+		g.doc = func(i int, now time.Time) []byte {
+			return fmt.Appendf(nil, `{"kind": "message", "messageId": %q, "contextId": "bench", "role": "user", `+
+				`"parts": [{"kind": "text", "text": "validate product hypothesis #%d"}], `+
+				`"metadata": {"govledger": {"source": "domain-05-product", "target": "domain-02-analysis"}}}`, uuid.NewString(), i)
+		}
 	default:
 		return nil, fmt.Errorf("bench: unknown format %q", f)
 	}
