@@ -140,3 +140,125 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestServeWitnessingFailClosed: serve --witness-mode fail-closed with two
+// witnesses that must both cosign. With one down, no checkpoint is served
+// (503) and a write is stored but answered 503 NOT_WITNESSED with its
+// seq (metric counted); once the witness is back, serve retries on its
+// own (no new commit), the entry is witnessed, and the same
+// Idempotency-Key is answered 201. A write answered 201 is covered by
+// what both witnesses cosigned. The witnesses' sizes are kept in
+// --witness-dir (0600): a restarted serve sends no request a witness
+// answers 409.
+func TestServeWitnessingFailClosed(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	key, pub := keypair(t)
+	vkeyText, _ := os.ReadFile(pub)
+	vkey := strings.TrimSpace(string(vkeyText))
+	logV, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyText := "log " + vkey + "\n"
+	var ws []*witnesstest.Witness
+	for i := range 2 {
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		c, _ := checkpoint.NewCosigner(fmt.Sprintf("w%d.example", i), priv)
+		w := witnesstest.New(logV, c)
+		srv := httptest.NewServer(w)
+		t.Cleanup(srv.Close)
+		ws = append(ws, w)
+		policyText += fmt.Sprintf("witness w%d %s %s\n", i, c.VerifierKey(), srv.URL)
+	}
+	policyText += "group both all w0 w1\nquorum both\n"
+	policyFile := filepath.Join(e.dir, "policy")
+	os.WriteFile(policyFile, []byte(policyText), 0o644)
+	policy, err := checkpoint.ParsePolicy([]byte(policyText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(e.dir, "cosigned")
+	args := []string{"--key", key, "--witness-policy", policyFile, "--witness-dir", kept, "--witness-mode", "fail-closed", "--witness-ack-timeout", "2s"}
+	garbage := demoDoc(t, "08-garbage.bin")
+	post := func(s *liveServer, idem string) answer {
+		return e.do(s, "POST", "/v1/handoffs", "writer", garbage, "Idempotency-Key: "+idem)
+	}
+	cosignedSize := func(s *liveServer) (uint64, int) {
+		a := e.do(s, "GET", "/checkpoint", "", nil)
+		if a.status != 200 {
+			return 0, a.status
+		}
+		cp, who, err := policy.Open(a.body, "")
+		if err != nil || len(who) != 2 {
+			t.Fatalf("fail-closed serves a checkpoint the policy refuses (%v):\n%s", err, a.body)
+		}
+		return cp.Size, a.status
+	}
+
+	ws[1].SetDown(true)
+	s := e.start(args...)
+	if _, code := cosignedSize(s); code != 503 {
+		t.Fatalf("fail-closed /checkpoint with a witness down: %d, want 503", code)
+	}
+	wantProblem(t, "/v1/checkpoint with a witness down", e.do(s, "GET", "/v1/checkpoint", "reader", nil), 503, "UNAVAILABLE")
+	a := post(s, "k-1")
+	p := wantProblem(t, "a write with a witness down", a, 503, "NOT_WITNESSED")
+	seq := uint64(p["seq"].(float64))
+	if p["written"] != "yes" || a.header.Get("Location") != fmt.Sprintf("/v1/entries/%d", seq) || !strings.Contains(p["detail"].(string), "w1") {
+		t.Fatalf("NOT_WITNESSED answer: %s (Location %q)", a.body, a.header.Get("Location"))
+	}
+	if a := e.do(s, "GET", fmt.Sprintf("/v1/entries/%d", seq), "reader", nil); a.status != 200 {
+		t.Fatalf("the stored, unwitnessed entry %d: %d %s", seq, a.status, a.body)
+	}
+	if m := e.do(s, "GET", "/metrics", "", nil); !strings.Contains(string(m.body), "govledger_witness_unwitnessed_writes_total 1") ||
+		!strings.Contains(string(m.body), "govledger_witness_declared_qpd 86400") || !strings.Contains(string(m.body), "govledger_witness_quorum_failures_total") {
+		t.Errorf("metrics:\n%s", grepLines(string(m.body), "govledger_witness"))
+	}
+
+	// The witness is back: serve retries by itself, the entry is covered.
+	ws[1].SetDown(false)
+	waitFor(t, "a cosigned checkpoint covering the unwitnessed entry", func() bool { n, _ := cosignedSize(s); return n >= seq })
+	a = post(s, "k-1")
+	if m := a.json(t); a.status != 201 || m["replayed"] != true || uint64(m["seq"].(float64)) != seq {
+		t.Fatalf("retry with the same key once witnessed: %d %s", a.status, a.body)
+	}
+	// A 201 means both witnesses cosigned a checkpoint covering it.
+	for i := range 3 {
+		a := post(s, fmt.Sprintf("k-2-%d", i))
+		if a.status != 201 {
+			t.Fatalf("write %d: %d %s", i, a.status, a.body)
+		}
+		n := seqOf(t, a)
+		if ws[0].Size() < n || ws[1].Size() < n {
+			t.Fatalf("entry %d answered 201, witnesses at %d and %d", n, ws[0].Size(), ws[1].Size())
+		}
+	}
+	last := e.head(s)
+	s.stop()
+
+	state := filepath.Join(kept, "witness-state.json")
+	fi, err := os.Stat(state)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file: %v, mode %v, want 0600", err, fi.Mode())
+	}
+	if b, _ := os.ReadFile(state); !strings.Contains(string(b), fmt.Sprintf(`"size":%d`, last)) {
+		t.Fatalf("state file does not say size %d:\n%s", last, b)
+	}
+	conflicts := ws[0].Answers(409) + ws[1].Answers(409)
+	s = e.start(args...)
+	// The last cosigned checkpoint is served at once, from --witness-dir.
+	if n, code := cosignedSize(s); code != 200 || n != last {
+		t.Fatalf("restarted: /checkpoint %d size %d, want 200 and %d", code, n, last)
+	}
+	a = post(s, "k-3")
+	if a.status != 201 || ws[0].Size() < seqOf(t, a) {
+		t.Fatalf("after restart: %d %s", a.status, a.body)
+	}
+	if c := ws[0].Answers(409) + ws[1].Answers(409); c != conflicts {
+		t.Errorf("the witnesses answered %d 409s after the restart, want none", c-conflicts)
+	}
+	if m := e.do(s, "GET", "/metrics", "", nil); strings.Contains(string(m.body), `result="conflict"`) {
+		t.Errorf("metrics count conflicts after the restart:\n%s", grepLines(string(m.body), "govledger_witness"))
+	}
+	s.stop()
+}
