@@ -57,7 +57,8 @@ Examples:
   govledger token create --scope handoff:write --agents domain-05-product ci
   govledger serve --addr 127.0.0.1:8080
   govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
-  govledger serve --key ledger.key --rate 50 --max-age 1h`,
+  govledger serve --key ledger.key --rate 50 --max-age 1h
+  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-mode fail-closed`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (port 0: any free port, logged)"},
 			tokensFlag(&tokens),
@@ -345,7 +346,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		w, wait, err := startWitnessing(wctx, log, reg, l, be, signer, wc)
 		if err != nil {
 			wcancel()
-			return internalErr(fmt.Errorf("serve: --witness-dir: %w", err))
+			return err
 		}
 		stopWitnessing = func() { wcancel(); wait() }
 		if cfg.Tiles != nil {

@@ -168,7 +168,7 @@ func startWitnessing(ctx context.Context, log *slog.Logger, reg prometheus.Regis
 	qpd.Set(float64(wc.qpd))
 	for _, c := range []prometheus.Collector{w.forks, w.cosigns, w.requests, w.sizes, w.quorum, w.noQuorum, w.unwitnesd, qpd} {
 		if err := reg.Register(c); err != nil {
-			return nil, nil, err
+			return nil, nil, internalErr(err)
 		}
 	}
 	policy := wc.policy
@@ -181,12 +181,12 @@ func startWitnessing(ctx context.Context, log *slog.Logger, reg prometheus.Regis
 	statePath := ""
 	if wc.dir != "" {
 		if err := os.MkdirAll(wc.dir, 0o700); err != nil {
-			return nil, nil, err
+			return nil, nil, internalErr(fmt.Errorf("serve: --witness-dir: %w", err))
 		}
 		statePath = filepath.Join(wc.dir, witnessStateFile)
 		sizes, err := witness.LoadState(statePath, l.Origin())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, inputErr(fmt.Errorf("serve: --witness-dir: %w", err))
 		}
 		sub.SetSizes(sizes)
 		for k, n := range sizes {

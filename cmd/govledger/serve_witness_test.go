@@ -262,3 +262,43 @@ func TestServeWitnessingFailClosed(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestServeWitnessFlags: serve refuses witnessing flags that cannot work,
+// saying which and why, before it listens.
+func TestServeWitnessFlags(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	key, pub := keypair(t)
+	vkeyText, _ := os.ReadFile(pub)
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	c, _ := checkpoint.NewCosigner("w.example", priv)
+	policyFile := filepath.Join(e.dir, "policy")
+	os.WriteFile(policyFile, fmt.Appendf(nil, "log %s\nwitness w %s http://127.0.0.1:1\nquorum w\n", strings.TrimSpace(string(vkeyText)), c.VerifierKey()), 0o644)
+	noURL := filepath.Join(e.dir, "policy-no-url")
+	os.WriteFile(noURL, fmt.Appendf(nil, "log %s\nwitness w %s\nquorum w\n", strings.TrimSpace(string(vkeyText)), c.VerifierKey()), 0o644)
+	otherState := filepath.Join(e.dir, "other")
+	os.MkdirAll(otherState, 0o700)
+	os.WriteFile(filepath.Join(otherState, "witness-state.json"), []byte(`{"schema":"govledger.witness-state/v1","origin":"another.example/log","witnesses":[]}`), 0o600)
+	wp := []string{"--key", key, "--witness-policy", policyFile}
+	for _, c := range []struct {
+		what string
+		args []string
+		code int
+		msg  string
+	}{
+		{"mode without a policy", []string{"--witness-mode", "fail-closed"}, 2, "--witness-mode needs --witness-policy"},
+		{"qpd without a policy", []string{"--witness-qpd", "24"}, 2, "--witness-qpd needs --witness-policy"},
+		{"unknown mode", append(wp, "--witness-mode", "closed"), 2, `--witness-mode "closed": want fail-open or fail-closed`},
+		{"qpd 0", append(wp, "--witness-qpd", "0"), 2, "--witness-qpd 0: want 1 to 864000"},
+		{"rate too slow for the ack timeout", append(wp, "--witness-mode", "fail-closed", "--witness-qpd", "1440"), 2, "submits at most every 1m0s: writes could not be witnessed within --witness-ack-timeout 10s"},
+		{"ack timeout past the write timeout", append(wp, "--witness-mode", "fail-closed", "--witness-ack-timeout", "40s"), 2, "--witness-ack-timeout 40s must be less than --write-timeout 30s"},
+		{"fail-closed without tiles", append(wp, "--witness-mode", "fail-closed", "--tiles=false"), 2, "fail-closed needs --tiles"},
+		{"fail-closed, no witness reachable", []string{"--key", key, "--witness-policy", noURL, "--witness-mode", "fail-closed"}, 2, "no witness of the policy has a URL"},
+		{"another log's state", append(wp, "--witness-dir", otherState), 2, `the witness state of log "another.example/log"`},
+	} {
+		args := append([]string{"serve", "--addr", "127.0.0.1:0", "--tokens", e.tokens}, c.args...)
+		out, code := e.cli(args...)
+		if code != c.code || !strings.Contains(out, c.msg) || strings.Contains(out, `"listening"`) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s", c.what, code, c.code, c.msg, out)
+		}
+	}
+}
