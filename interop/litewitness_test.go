@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -269,6 +270,7 @@ func countingProxy(t *testing.T, target string) (*statusCounter, string) {
 	}
 	c := &statusCounter{counts: map[int]int{}}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a witness down is expected: 502
 	rp.ModifyResponse = func(r *http.Response) error {
 		c.mu.Lock()
 		c.counts[r.StatusCode]++
