@@ -87,4 +87,13 @@ func TestAcknowledge(t *testing.T) {
 	if r.status != 200 || !bytes.Contains(r.body, []byte(`"status":201`)) {
 		t.Errorf("batch of entry 5, witnessed 5: %s", r.body)
 	}
+
+	// The operator's writes: a redaction (entry 6) and a reload (7).
+	for _, c := range []struct{ path, body string }{{"/v1/entries/1/redact", `{"reason":"pii"}`}, {"/v1/reload", ""}} {
+		n := uint64(h.fake.count() + 1)
+		r := h.do(req{method: "POST", path: c.path, as: pOperator, body: c.body, ctype: "application/json"})
+		if p := h.problem(r); r.status != 503 || p.Code != server.CodeNotWitnessed || p.Seq != n || p.Written != "yes" || asked.Load() != n {
+			t.Errorf("%s, unwitnessed: %d %s (asked for %d)", c.path, r.status, r.body, asked.Load())
+		}
+	}
 }
