@@ -66,7 +66,7 @@ Examples:
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
 			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
 			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
-			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish)"},
+			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish); with --witness-policy, each checkpoint the witnesses' quorum cosigned"},
 			&cli.StringFlag{Name: "witness-policy", Usage: "tlog-policy file: submit each checkpoint to its witnesses (those with a URL), serve the newest one its quorum cosigned at PREFIX/checkpoint (needs --key; see docs/witnessing.md)"},
 			&cli.StringFlag{Name: "witness-dir", Usage: "with --witness-policy: keep every cosigned checkpoint in this folder (SIZE.checkpoint)"},
 			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-policy: time allowed for each witness request"},
@@ -327,6 +327,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		cfg.UI = viewer
 	}
 	stopWitnessing := func() {}
+	var witnessed *witnessing // nil without --witness-policy
 	if pf := c.String("witness-policy"); pf != "" {
 		if signer == nil {
 			return usageErr("serve: --witness-policy needs --key (witnesses cosign the log's signed checkpoints)")
@@ -349,6 +350,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 			return err
 		}
 		stopWitnessing = func() { wcancel(); wait() }
+		witnessed = w
 		if cfg.Tiles != nil {
 			cfg.Tiles.Checkpoint = w.Checkpoint
 			cfg.Tiles.CosignedOnly = wc.closed
@@ -419,7 +421,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	stopPublisher := func() {}
 	if dir := c.String("publish-to"); dir != "" {
 		pctx, pcancel := context.WithCancel(ctx)
-		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"))
+		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"), witnessed)
 		stopPublisher = func() { pcancel(); wait() }
 	}
 	defer func() { stopPublisher() }() // an early return

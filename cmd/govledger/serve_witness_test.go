@@ -3,8 +3,10 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -149,7 +151,7 @@ func grepLines(s, sub string) string {
 // Idempotency-Key is answered 201. A write answered 201 is covered by
 // what both witnesses cosigned. The witnesses' sizes are kept in
 // --witness-dir (0600): a restarted serve sends no request a witness
-// answers 409.
+// answers 409. --publish-to gets only the cosigned checkpoints.
 func TestServeWitnessingFailClosed(t *testing.T) {
 	e := newServeEnv(t, "registry")
 	key, pub := keypair(t)
@@ -177,8 +179,20 @@ func TestServeWitnessingFailClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := filepath.Join(e.dir, "cosigned")
-	args := []string{"--key", key, "--witness-policy", policyFile, "--witness-dir", kept, "--witness-mode", "fail-closed", "--witness-ack-timeout", "2s"}
+	kept, published := filepath.Join(e.dir, "cosigned"), filepath.Join(e.dir, "published")
+	args := []string{"--key", key, "--witness-policy", policyFile, "--witness-dir", kept, "--witness-mode", "fail-closed", "--witness-ack-timeout", "2s",
+		"--publish-to", published}
+	publishedSize := func() uint64 {
+		b, err := os.ReadFile(filepath.Join(published, "checkpoint"))
+		if err != nil {
+			return 0
+		}
+		cp, _, err := policy.Open(b, "")
+		if err != nil {
+			t.Fatalf("--publish-to holds a checkpoint the policy refuses (%v):\n%s", err, b)
+		}
+		return cp.Size
+	}
 	garbage := demoDoc(t, "08-garbage.bin")
 	post := func(s *liveServer, idem string) answer {
 		return e.do(s, "POST", "/v1/handoffs", "writer", garbage, "Idempotency-Key: "+idem)
@@ -210,6 +224,9 @@ func TestServeWitnessingFailClosed(t *testing.T) {
 	if a := e.do(s, "GET", fmt.Sprintf("/v1/entries/%d", seq), "reader", nil); a.status != 200 {
 		t.Fatalf("the stored, unwitnessed entry %d: %d %s", seq, a.status, a.body)
 	}
+	if _, err := os.Stat(filepath.Join(published, "checkpoint")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--publish-to has a checkpoint before any was cosigned: %v", err)
+	}
 	if m := e.do(s, "GET", "/metrics", "", nil); !strings.Contains(string(m.body), "govledger_witness_unwitnessed_writes_total 1") ||
 		!strings.Contains(string(m.body), "govledger_witness_declared_qpd 86400") || !strings.Contains(string(m.body), "govledger_witness_quorum_failures_total") {
 		t.Errorf("metrics:\n%s", grepLines(string(m.body), "govledger_witness"))
@@ -218,6 +235,7 @@ func TestServeWitnessingFailClosed(t *testing.T) {
 	// The witness is back: serve retries by itself, the entry is covered.
 	ws[1].SetDown(false)
 	waitFor(t, "a cosigned checkpoint covering the unwitnessed entry", func() bool { n, _ := cosignedSize(s); return n >= seq })
+	waitFor(t, "the cosigned checkpoint in --publish-to", func() bool { return publishedSize() >= seq })
 	a = post(s, "k-1")
 	if m := a.json(t); a.status != 201 || m["replayed"] != true || uint64(m["seq"].(float64)) != seq {
 		t.Fatalf("retry with the same key once witnessed: %d %s", a.status, a.body)
