@@ -410,3 +410,56 @@ func TestLitewitnessFailClosed(t *testing.T) {
 	}
 	stop()
 }
+
+// TestLitewitnessRate: serve keeps to its declared rate (--witness-qpd
+// 1440: one add-checkpoint request a minute to a witness): after the first
+// checkpoint real litewitness cosigned, five writes in a row (five commits,
+// each waking the witnessing) send no second request for as long as the
+// test watches (3s; without the rate they are sent within milliseconds),
+// and the metrics say so.
+func TestLitewitnessRate(t *testing.T) {
+	e := fixture(t)
+	lw := newLitewitness(t, e)
+	counts, proxyURL := countingProxy(t, "http://"+lw.addr)
+	dir := t.TempDir()
+	policyText := fmt.Sprintf("log %s\nwitness lw %s %s\nquorum lw\n", e.vkey, lw.cos.VerifierKey(), proxyURL)
+	policyFile := filepath.Join(dir, "policy")
+	os.WriteFile(policyFile, []byte(policyText), 0o644)
+	requests := func() int { return counts.get(http.StatusOK) + counts.get(http.StatusConflict) + counts.get(http.StatusUnprocessableEntity) }
+	base := e.serve(t, smallLedger(t, 20, "rate"), "--witness-policy", policyFile, "--witness-qpd", "1440")
+	for deadline := time.Now().Add(30 * time.Second); requests() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no request to litewitness within 30s\nlitewitness:\n%s", lw.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range 5 {
+		req, _ := http.NewRequest("POST", base+"/v1/handoffs", strings.NewReader("not a handoff document"))
+		req.Header.Set("Authorization", "Bearer "+e.writer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("write %d: %d", i, resp.StatusCode)
+		}
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if n := requests(); n > 1 {
+			t.Fatalf("%d add-checkpoint requests within a minute at --witness-qpd 1440", n)
+		}
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`govledger_witness_requests_total{witness="lw"} 1`, "govledger_witness_declared_qpd 1440",
+		`govledger_witness_cosigned_size{witness="lw"}`, "govledger_witness_quorum_size"} {
+		if !strings.Contains(string(m), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
