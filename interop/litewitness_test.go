@@ -425,7 +425,9 @@ func TestLitewitnessRate(t *testing.T) {
 	policyText := fmt.Sprintf("log %s\nwitness lw %s %s\nquorum lw\n", e.vkey, lw.cos.VerifierKey(), proxyURL)
 	policyFile := filepath.Join(dir, "policy")
 	os.WriteFile(policyFile, []byte(policyText), 0o644)
-	requests := func() int { return counts.get(http.StatusOK) + counts.get(http.StatusConflict) + counts.get(http.StatusUnprocessableEntity) }
+	requests := func() int {
+		return counts.get(http.StatusOK) + counts.get(http.StatusConflict) + counts.get(http.StatusUnprocessableEntity)
+	}
 	base := e.serve(t, smallLedger(t, 20, "rate"), "--witness-policy", policyFile, "--witness-qpd", "1440")
 	for deadline := time.Now().Add(30 * time.Second); requests() == 0; {
 		if time.Now().After(deadline) {
