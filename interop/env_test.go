@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,7 @@ type env struct {
 	vkey                                      string // the verifier key's text
 	reader                                    string // bearer token with ledger:read
 	operator                                  string // bearer token with operator
+	writer                                    string // bearer token with handoff:write for every agent
 	size                                      uint64
 	roots                                     map[uint64]tlog.Hash // govledger's TreeHash at a few sizes
 }
@@ -115,6 +117,12 @@ func newEnv() (*env, error) {
 		return nil, err
 	}
 	if err := f.Add(server.TokenEntry{Name: "op", Scopes: []server.Scope{server.ScopeOperator}, Hash: hash, Created: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}); err != nil {
+		return nil, err
+	}
+	if e.writer, hash, err = server.NewToken(rand.Reader); err != nil {
+		return nil, err
+	}
+	if err := f.Add(server.TokenEntry{Name: "writer", Scopes: []server.Scope{server.ScopeHandoffWrite}, Agents: []string{"*"}, Hash: hash, Created: time.Now().UTC().Add(-time.Hour).Truncate(time.Second)}); err != nil {
 		return nil, err
 	}
 	if err := server.WriteTokensFile(e.tokens, f); err != nil {
@@ -198,6 +206,14 @@ func (e *env) run(t *testing.T, db string, args ...string) (string, int) {
 // the test ends.
 func (e *env) serve(t *testing.T, db string, extra ...string) string {
 	t.Helper()
+	u, _ := e.serveStop(t, db, extra...)
+	return u
+}
+
+// serveStop is serve, also returning a stop: SIGTERM, then wait for the
+// process to exit (killed after 30s).
+func (e *env) serveStop(t *testing.T, db string, extra ...string) (string, func()) {
+	t.Helper()
 	logf, err := os.CreateTemp(e.dir, "serve-*.log")
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +231,21 @@ func (e *env) serve(t *testing.T, db string, extra ...string) string {
 		cmd.Process.Kill()
 		<-done
 	})
+	stop := func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("govledger serve did not stop within 30s of SIGTERM:\n%s", b)
+		}
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if u := listening(logf.Name()); u != "" {
-			return u
+			return u, stop
 		}
 		select {
 		case <-done:
@@ -228,7 +255,7 @@ func (e *env) serve(t *testing.T, db string, extra ...string) string {
 		}
 	}
 	t.Fatal("govledger serve did not log \"listening\" within 30s")
-	return ""
+	return "", nil
 }
 
 // listening returns the url of serve's "listening" log line, or "".

@@ -39,7 +39,28 @@ var (
 	// ErrUnavailable is returned when the backend cannot serve now (the
 	// database is down, no signing key): 503, nothing written.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrNotWitnessed is wrapped by a NotWitnessedError: the write is
+	// stored, but it is not acknowledged because no checkpoint covering it
+	// was cosigned by the witness policy's quorum in time (Config.
+	// Acknowledge; serve --witness-mode fail-closed). 503 NOT_WITNESSED,
+	// written "yes", with the entry's seq.
+	ErrNotWitnessed = errors.New("written, but not witnessed")
 )
+
+// A NotWitnessedError refuses to acknowledge the write whose last entry
+// is Seq: it is stored (it is never removed), but not yet covered by a
+// checkpoint the witnesses cosigned. Err says why (the witnesses' errors,
+// the time allowed).
+type NotWitnessedError struct {
+	Seq uint64
+	Err error
+}
+
+func (e *NotWitnessedError) Error() string {
+	return fmt.Sprintf("entry %d is stored but not witnessed: %v", e.Seq, e.Err)
+}
+
+func (e *NotWitnessedError) Unwrap() []error { return []error{ErrNotWitnessed, e.Err} }
 
 // Errors of authentication (TokenStore).
 var (

@@ -270,8 +270,26 @@ func (s *Server) postHandoff(w http.ResponseWriter, r *http.Request, p *Principa
 	if res == nil {
 		return errors.New("backend returned no result")
 	}
+	if err := s.acknowledge(r.Context(), res.Seq); err != nil {
+		return err
+	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", res.Seq))
 	return writeJSON(w, http.StatusCreated, normalize(res))
+}
+
+// acknowledge lets Config.Acknowledge hold the answer to a write whose
+// last entry is seq; its error is always a *NotWitnessedError (the entry
+// is stored).
+func (s *Server) acknowledge(ctx context.Context, seq uint64) error {
+	if s.cfg.Acknowledge == nil || seq == 0 {
+		return nil
+	}
+	err := s.cfg.Acknowledge(ctx, seq)
+	var nw *NotWitnessedError
+	if err != nil && !errors.As(err, &nw) {
+		err = &NotWitnessedError{Seq: seq, Err: err}
+	}
+	return err
 }
 
 func (s *Server) postValidate(w http.ResponseWriter, r *http.Request, p *Principal) error {
@@ -396,22 +414,40 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 			return fmt.Errorf("backend answered %d of %d batch documents", len(items), len(reqs))
 		}
 	}
+	// Every stored document waits for the acknowledgement of the last one
+	// (Config.Acknowledge): refused, they are answered NOT_WITNESSED.
+	var last uint64
+	for _, it := range items {
+		if it.Err == nil && it.Result != nil {
+			last = max(last, it.Result.Seq)
+		}
+	}
+	var ackErr error // why the last one was not acknowledged
+	var nw *NotWitnessedError
+	if err := s.acknowledge(r.Context(), last); errors.As(err, &nw) {
+		ackErr = nw.Err
+	}
 	info := infoFrom(r.Context())
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
 	for _, sl := range slots {
 		var line any
+		var lineErr error
 		prob := sl.prob
 		if prob == nil {
 			it := items[0]
 			items = items[1:]
+			if it.Err == nil && it.Result != nil && ackErr != nil {
+				it.Err = &NotWitnessedError{Seq: it.Result.Seq, Err: ackErr}
+			}
 			if it.Err == nil && it.Result != nil {
 				line = batchResultLine{Line: sl.line, Status: http.StatusCreated, SubmitResult: *normalize(it.Result)}
 			} else {
 				if it.Err == nil {
 					it.Err = errors.New("backend returned no result")
 				}
+				lineErr = it.Err
 				status, code, detail, internal := classify(it.Err, true)
 				if internal {
 					s.log.LogAttrs(r.Context(), slog.LevelError, "batch document failed", slog.String("request_id", info.id),
@@ -424,10 +460,7 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 			}
 		}
 		if prob != nil {
-			prob.Written = "no"
-			if prob.Code == CodeOutcomeUnknown || prob.Code == CodeInternal {
-				prob.Written = "unknown"
-			}
+			prob.markWritten(lineErr)
 			prob.Instance, prob.RequestID = r.URL.Path, info.id
 			prob.sanitize()
 			line = batchProblemLine{Line: sl.line, Problem: *prob}
@@ -666,16 +699,13 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request, _ *Princi
 	if _, err := query(r); err != nil {
 		return err
 	}
-	b := s.cosignedCheckpoint()
-	if b == nil {
-		var err error
-		if b, err = s.cfg.Backend.Checkpoint(r.Context()); err != nil {
-			return err
-		}
+	b, err := s.servedCheckpoint(r.Context())
+	if err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
+	_, err = w.Write(b)
 	return err
 }
 
@@ -918,6 +948,9 @@ func (s *Server) postUnblock(w http.ResponseWriter, r *http.Request, p *Principa
 	if err != nil {
 		return err
 	}
+	if err := s.acknowledge(r.Context(), v.Seq); err != nil {
+		return err
+	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", v.Seq))
 	return writeJSON(w, http.StatusCreated, v)
 }
@@ -943,6 +976,9 @@ func (s *Server) postRedact(w http.ResponseWriter, r *http.Request, p *Principal
 	}
 	v, err := s.cfg.Backend.Redact(r.Context(), seq, why, p.Name)
 	if err != nil {
+		return err
+	}
+	if err := s.acknowledge(r.Context(), v.Seq); err != nil {
 		return err
 	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", v.Seq))
@@ -974,6 +1010,11 @@ func (s *Server) postReload(w http.ResponseWriter, r *http.Request, p *Principal
 	vs, err := s.Reload(r.Context(), p.Name)
 	if err != nil {
 		return err
+	}
+	if len(vs) > 0 {
+		if err := s.acknowledge(r.Context(), vs[len(vs)-1].Seq); err != nil {
+			return err
+		}
 	}
 	if vs == nil {
 		vs = []EntryView{}

@@ -29,8 +29,12 @@ type Problem struct {
 	RequestID string `json:"request_id,omitzero"`
 	// Written is set on answers to writes: "no" when nothing was written,
 	// "unknown" when the outcome is unknown (retry with the same
-	// Idempotency-Key).
+	// Idempotency-Key), "yes" when the write is stored but not
+	// acknowledged (NOT_WITNESSED: retry with the same Idempotency-Key to
+	// learn when it is witnessed).
 	Written string `json:"written,omitzero"`
+	// Seq is the stored entry a NOT_WITNESSED answer is about.
+	Seq uint64 `json:"seq,omitzero"`
 	// RetryAfter repeats the Retry-After header, in seconds.
 	RetryAfter int `json:"retry_after,omitzero"`
 }
@@ -55,6 +59,7 @@ const (
 	CodeOverloaded          = "OVERLOADED"           // 503, with Retry-After: nothing written
 	CodeOutcomeUnknown      = "OUTCOME_UNKNOWN"      // 503: retry with the same Idempotency-Key
 	CodeUnavailable         = "UNAVAILABLE"          // 503: nothing written
+	CodeNotWitnessed        = "NOT_WITNESSED"        // 503: written, not acknowledged: no checkpoint covering it was cosigned in time
 )
 
 var problemTitles = map[string]string{
@@ -76,6 +81,7 @@ var problemTitles = map[string]string{
 	CodeOverloaded:          "Overloaded",
 	CodeOutcomeUnknown:      "Outcome unknown",
 	CodeUnavailable:         "Unavailable",
+	CodeNotWitnessed:        "Written, not witnessed",
 }
 
 // httpError is an error the server itself answers with a problem.
@@ -122,6 +128,9 @@ func classify(err error, write bool) (status int, code, detail string, internal 
 		return he.status, he.code, he.Error(), false
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("request body over the %d-byte limit", mbe.Limit), false
+	case errors.Is(err, ErrNotWitnessed):
+		return http.StatusServiceUnavailable, CodeNotWitnessed, err.Error() +
+			"; the entry stays in the ledger: retry with the same Idempotency-Key to be answered once it is witnessed", false
 	case errors.Is(err, ErrOutcomeUnknown):
 		return http.StatusServiceUnavailable, CodeOutcomeUnknown,
 			"outcome unknown; retry with the same Idempotency-Key (" + err.Error() + ")", true
@@ -219,4 +228,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// markWritten sets p's Written for an answer to a write that failed with
+// err: "yes" (and the seq) for a stored write not witnessed, "unknown"
+// when the outcome is unknown, else "no".
+func (p *Problem) markWritten(err error) {
+	var nw *NotWitnessedError
+	switch {
+	case p.Code == CodeNotWitnessed && errors.As(err, &nw):
+		p.Written, p.Seq = "yes", nw.Seq
+	case p.Code == CodeOutcomeUnknown || p.Code == CodeInternal:
+		p.Written = "unknown"
+	default:
+		p.Written = "no"
+	}
 }

@@ -46,6 +46,13 @@ type Config struct {
 	// Degraded, when set and returning an error, makes /readyz answer
 	// 503 with it (e.g. a witness saw a fork of this log).
 	Degraded func() error
+	// Acknowledge, when set, is called before a write is answered as
+	// done, with the seq of its last entry (replayed answers included):
+	// an error answers instead (a *NotWitnessedError: 503 NOT_WITNESSED,
+	// written "yes"). serve --witness-mode fail-closed waits in it for a
+	// checkpoint covering seq that the witnesses cosigned. The entries
+	// are stored either way.
+	Acknowledge func(ctx context.Context, seq uint64) error
 	// Tokens authenticates bearer tokens and client certificates (a
 	// *TokenStore). A store with a Reload() error method is re-read by
 	// POST /v1/reload and Server.Reload.
@@ -923,9 +930,9 @@ func (s *Server) answerError(w http.ResponseWriter, r *http.Request, info *reqIn
 		}
 	}
 	if info.write {
-		p.Written = "no"
-		if p.Code == CodeOutcomeUnknown || p.Code == CodeInternal {
-			p.Written = "unknown"
+		p.markWritten(err)
+		if p.Seq != 0 {
+			w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", p.Seq))
 		}
 	}
 	p.Instance, p.RequestID = r.URL.Path, info.id

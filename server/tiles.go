@@ -31,6 +31,10 @@ type TilesConfig struct {
 	// <prefix>/checkpoint and /v1/checkpoint instead of the backend's: the
 	// newest checkpoint witnesses cosigned (serve --witness-policy).
 	Checkpoint func() []byte
+	// CosignedOnly serves only what Checkpoint returns, never the
+	// backend's checkpoint in its place: 503 until there is one (serve
+	// --witness-mode fail-closed).
+	CosignedOnly bool
 }
 
 // A TileBackend is a Backend that reads tlog-tiles resources; Config.Tiles
@@ -92,28 +96,30 @@ func (s *Server) tileRoutes() []*route {
 }
 
 func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	b := s.cosignedCheckpoint()
-	if b == nil {
-		var err error
-		if b, err = s.cfg.Backend.Checkpoint(r.Context()); err != nil {
-			return err
-		}
+	b, err := s.servedCheckpoint(r.Context())
+	if err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", tiles.CheckpointContentType)
 	w.Header().Set("Cache-Control", cacheCheckpoint)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
+	_, err = w.Write(b)
 	return err
 }
 
-// cosignedCheckpoint returns the checkpoint of TilesConfig.Checkpoint,
-// or nil.
-func (s *Server) cosignedCheckpoint() []byte {
-	if s.cfg.Tiles == nil || s.cfg.Tiles.Checkpoint == nil {
-		return nil
+// servedCheckpoint returns the checkpoint of TilesConfig.Checkpoint, else
+// (unless CosignedOnly) the backend's.
+func (s *Server) servedCheckpoint(ctx context.Context) ([]byte, error) {
+	if s.cfg.Tiles != nil && s.cfg.Tiles.Checkpoint != nil {
+		if b := s.cfg.Tiles.Checkpoint(); b != nil {
+			return b, nil
+		}
+		if s.cfg.Tiles.CosignedOnly {
+			return nil, fmt.Errorf("%w: no checkpoint has been cosigned by the witness policy's quorum yet, and only a cosigned one is served", ErrUnavailable)
+		}
 	}
-	return s.cfg.Tiles.Checkpoint()
+	return s.cfg.Backend.Checkpoint(ctx)
 }
 
 func (s *Server) getTile(w http.ResponseWriter, r *http.Request, _ *Principal) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/govledger/govledger/server"
@@ -166,5 +167,36 @@ func TestTilesConfigRefused(t *testing.T) {
 	_, err := server.New(server.Config{Backend: newFake(nil), Tokens: server.NewTokenStore(&server.TokensFile{}, nil), Tiles: &server.TilesConfig{}})
 	if err == nil || !strings.Contains(err.Error(), "TileBackend") {
 		t.Errorf("Tiles over a backend without Tile: %v", err)
+	}
+}
+
+// TestCosignedOnly: with TilesConfig.CosignedOnly, /checkpoint and
+// /v1/checkpoint answer 503 until Checkpoint returns a cosigned one, never
+// the backend's; without it, the backend's is served meanwhile.
+func TestCosignedOnly(t *testing.T) {
+	var cosigned atomic.Pointer[[]byte]
+	get := func() []byte {
+		if p := cosigned.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
+	closed := startTiles(t, server.TilesConfig{Checkpoint: get, CosignedOnly: true})
+	open := startTiles(t, server.TilesConfig{Checkpoint: get})
+	for _, path := range []string{"/checkpoint", "/v1/checkpoint"} {
+		r := closed.do(req{method: "GET", path: path, as: pReader})
+		if p := closed.problem(r); r.status != 503 || p.Code != server.CodeUnavailable || !strings.Contains(p.Detail, "cosigned") {
+			t.Errorf("fail-closed %s before a cosigned checkpoint: %d %s", path, r.status, r.body)
+		}
+		if r := open.do(req{method: "GET", path: path, as: pReader}); r.status != 200 {
+			t.Errorf("fail-open %s before a cosigned checkpoint: %d %s", path, r.status, r.body)
+		}
+	}
+	cp := []byte("example.com/log\n1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n\n— cosigned\n")
+	cosigned.Store(&cp)
+	for _, path := range []string{"/checkpoint", "/v1/checkpoint"} {
+		if r := closed.do(req{method: "GET", path: path, as: pReader}); r.status != 200 || !bytes.Equal(r.body, cp) {
+			t.Errorf("fail-closed %s: %d %s", path, r.status, r.body)
+		}
 	}
 }

@@ -27,8 +27,15 @@ type Source interface {
 
 // PublishOptions configure Publish.
 type PublishOptions struct {
-	// Signer signs the checkpoint (required).
+	// Signer signs the checkpoint at the source's head (required unless
+	// Checkpoint is set).
 	Signer note.Signer
+	// Checkpoint, when set, is the signed checkpoint written instead (one
+	// witnesses cosigned: its signature lines are kept): the tree is
+	// published at its size, which the source must have with its root.
+	// When dir already holds a larger checkpoint of the source's tree,
+	// nothing is written (PublishResult.Size is that checkpoint's).
+	Checkpoint []byte
 	// Entries also writes the entry bundles, making every entry public.
 	Entries bool
 	// FileMode is the mode of the files written (default 0644: a static
@@ -68,7 +75,7 @@ var ErrPublishedFork = errors.New("the folder holds a checkpoint the ledger does
 // The checkpoint in dir is not trusted: the source's tree at its size
 // must have its root (ErrPublishedFork otherwise, nothing written).
 func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*PublishResult, error) {
-	if o.Signer == nil {
+	if o.Signer == nil && o.Checkpoint == nil {
 		return nil, errors.New("tiles: publish needs a checkpoint signer")
 	}
 	if o.FileMode == 0 {
@@ -78,9 +85,25 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tree size: %w", err)
 	}
+	var given *checkpoint.Checkpoint
+	if o.Checkpoint != nil {
+		if given, err = checkpoint.Parse(o.Checkpoint); err != nil {
+			return nil, fmt.Errorf("tiles: the checkpoint to publish: %w", err)
+		}
+		if given.Origin != src.Origin() {
+			return nil, fmt.Errorf("tiles: the checkpoint to publish is of origin %q, the ledger's %q", given.Origin, src.Origin())
+		}
+		if given.Size > size {
+			return nil, fmt.Errorf("tiles: the checkpoint to publish has %d entries, the ledger %d", given.Size, size)
+		}
+		size = given.Size
+	}
 	root, err := src.TreeHash(ctx, size)
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tree hash at %d: %w", size, err)
+	}
+	if given != nil && given.Hash != root {
+		return nil, fmt.Errorf("tiles: the checkpoint to publish: its root at size %d is %x, the ledger's %x", size, given.Hash[:], root[:])
 	}
 	res := &PublishResult{Size: size}
 	cpPath := filepath.Join(dir, CheckpointPath)
@@ -92,8 +115,11 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 		if c.Origin != src.Origin() {
 			return nil, fmt.Errorf("tiles: %s: %w: its origin is %q, the ledger's %q", cpPath, ErrPublishedFork, c.Origin, src.Origin())
 		}
-		if c.Size > size {
+		if c.Size > size && given == nil {
 			return nil, fmt.Errorf("tiles: %s: %w: it has %d entries, the ledger %d", cpPath, ErrPublishedFork, c.Size, size)
+		}
+		if head, _ := src.TreeSize(ctx); c.Size > head {
+			return nil, fmt.Errorf("tiles: %s: %w: it has %d entries, the ledger %d", cpPath, ErrPublishedFork, c.Size, head)
 		}
 		h, err := src.TreeHash(ctx, c.Size)
 		if err != nil {
@@ -103,6 +129,11 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 			return nil, fmt.Errorf("tiles: %s: %w: its root at size %d is %x, the ledger's %x", cpPath, ErrPublishedFork, c.Size, c.Hash[:], h[:])
 		}
 		res.OldSize = c.Size
+		if c.Size > size {
+			// A newer checkpoint of this tree is published already.
+			res.Size = c.Size
+			return res, nil
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("tiles: %w", err)
 	}
@@ -144,9 +175,11 @@ func Publish(ctx context.Context, src Source, dir string, o PublishOptions) (*Pu
 			res.Bundles++
 		}
 	}
-	signed, err := checkpoint.Sign(&checkpoint.Checkpoint{Origin: src.Origin(), Size: size, Hash: root}, o.Signer)
-	if err != nil {
-		return res, fmt.Errorf("tiles: checkpoint: %w", err)
+	signed := o.Checkpoint
+	if signed == nil {
+		if signed, err = checkpoint.Sign(&checkpoint.Checkpoint{Origin: src.Origin(), Size: size, Hash: root}, o.Signer); err != nil {
+			return res, fmt.Errorf("tiles: checkpoint: %w", err)
+		}
 	}
 	if err := w.file(CheckpointPath, signed); err != nil {
 		return res, err

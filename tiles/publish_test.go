@@ -291,3 +291,56 @@ func TestPublishEntryTooLarge(t *testing.T) {
 	}
 	checkDir(t, dir, verifier, origin, false)
 }
+
+// TestPublishCheckpoint: PublishOptions.Checkpoint publishes a given
+// signed checkpoint (here signed by two keys, as a cosigned one is) at its
+// size, byte for byte, with the tiles its tree needs; one whose root the
+// ledger does not have is refused; a folder holding a newer checkpoint of
+// the tree is left alone.
+func TestPublishCheckpoint(t *testing.T) {
+	const origin = "example.com/cosigned"
+	signer, v := newKey(t, origin)
+	other, _ := newKey(t, "witness.example")
+	ctx := context.Background()
+	l := newLedger(t, origin)
+	grow(t, l, 300, "a")
+	signedAt := func(l *ledger.Ledger, n uint64) []byte {
+		h, err := l.TreeHash(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := (&checkpoint.Checkpoint{Origin: origin, Size: n, Hash: h}).Text()
+		b, err := note.Sign(&note.Note{Text: string(text)}, signer, other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	dir := t.TempDir()
+	cp200 := signedAt(l, 200)
+	res, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Checkpoint: cp200})
+	if err != nil || res.Size != 200 {
+		t.Fatalf("publish the checkpoint of 200: %+v %v", res, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "checkpoint")); !bytes.Equal(got, cp200) {
+		t.Fatalf("published checkpoint:\n%s\nwant:\n%s", got, cp200)
+	}
+	checkDir(t, dir, v, origin, false)
+	cp300 := signedAt(l, 300)
+	if res, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Checkpoint: cp300}); err != nil || res.OldSize != 200 || res.Size != 300 {
+		t.Fatalf("publish the checkpoint of 300: %+v %v", res, err)
+	}
+	checkDir(t, dir, v, origin, false)
+
+	forked := newLedger(t, origin)
+	grow(t, forked, 300, "b")
+	if _, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Checkpoint: signedAt(forked, 300)}); err == nil || !strings.Contains(err.Error(), "its root at size 300") {
+		t.Errorf("a checkpoint of another tree: %v", err)
+	}
+	if res, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Checkpoint: cp200}); err != nil || res.Size != 300 {
+		t.Errorf("an older checkpoint than the folder's: %+v %v, want nothing written", res, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "checkpoint")); !bytes.Equal(got, cp300) {
+		t.Errorf("the folder's checkpoint changed:\n%s", got)
+	}
+}

@@ -10,6 +10,12 @@
 // a 422 (the proof does not hold for the witness's tree), is evidence that
 // the witness saw another history of this log: a fork or a rollback.
 //
+// The sizes a Submitter learnt are kept between runs in a state file
+// (SaveState, LoadState), so a restarted log proves from them at once
+// instead of learning them from a 409. A Submitter's Rate bounds the
+// requests each witness gets: the rate a log declares to the witnesses it
+// joins.
+//
 // The package never prints, exits, or reads flags or the environment.
 package witness
 
@@ -20,12 +26,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/time/rate"
 
 	"github.com/govledger/govledger/checkpoint"
 )
@@ -148,73 +157,167 @@ type Tree interface {
 }
 
 // A Submitter keeps, per witness of a policy, the size the witness last
-// cosigned, and gets a checkpoint cosigned by all of them.
+// cosigned, and gets a checkpoint cosigned by all of them. It is safe for
+// concurrent use, but one Submit at a time is what a log needs: a second
+// one would race the first for the witnesses' sizes.
 type Submitter struct {
 	Policy *checkpoint.Policy
 	Client *http.Client
-	sizes  map[string]uint64 // witness name -> last cosigned size
+	// Rate bounds the add-checkpoint requests sent to each witness, the
+	// retry after a 409 included: at most one every 1/Rate seconds (the
+	// rate a log declares to the witnesses it joins, e.g. as "qpd",
+	// requests per day, in a witness network's log list). 0: no bound.
+	Rate rate.Limit
+	// OnRequest, when set, is called after every add-checkpoint request
+	// with the witness's name and the request's error (nil: cosigned);
+	// the witnesses are asked at once, so it is called concurrently.
+	OnRequest func(witness string, err error)
+
+	mu     sync.Mutex
+	sizes  map[string]uint64        // witness verifier key -> last cosigned size
+	limits map[string]*rate.Limiter // witness verifier key -> its request budget
+}
+
+// SetSizes sets the size each witness last cosigned, by the witness's
+// verifier key (the policy's PolicyKey.Key), e.g. from LoadState: the
+// next Submit proves from those sizes. Keys of no witness of the policy
+// are kept and ignored.
+func (s *Submitter) SetSizes(sizes map[string]uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizes = maps.Clone(sizes)
+	if s.sizes == nil {
+		s.sizes = map[string]uint64{}
+	}
+}
+
+// Sizes returns the size each witness last cosigned (or said it was at,
+// in a 409), by the witness's verifier key: what SaveState keeps.
+func (s *Submitter) Sizes() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.sizes)
+}
+
+func (s *Submitter) size(key string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sizes[key]
+}
+
+func (s *Submitter) setSize(key string, n uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizes[key] = n
+}
+
+// wait takes one request from the witness's budget (Rate).
+func (s *Submitter) wait(ctx context.Context, key string) error {
+	if s.Rate <= 0 || s.Rate == rate.Inf {
+		return nil
+	}
+	s.mu.Lock()
+	l := s.limits[key]
+	if l == nil {
+		l = rate.NewLimiter(s.Rate, 1)
+		s.limits[key] = l
+	}
+	s.mu.Unlock()
+	return l.Wait(ctx)
 }
 
 // An Outcome is one witness's answer to one checkpoint.
 type Outcome struct {
-	Witness string
+	Witness string // its name in the policy
+	Key     string // its verifier key
 	Err     error  // nil: cosigned
 	Size    uint64 // the witness's size after the request
 }
 
 // Submit sends signed (a checkpoint of tree at its size) to every witness
-// of the policy that has a URL, adopting a 409's smaller size and
-// retrying once. It returns signed with the cosignatures that verified
-// appended, and each witness's outcome; an outcome wrapping ErrFork is an
-// alarm.
+// of the policy that has a URL, all at once, adopting a 409's smaller size
+// and retrying once. It returns signed with the cosignatures that verified
+// appended (in the policy's order), and each witness's outcome; an outcome
+// wrapping ErrFork is an alarm.
 func (s *Submitter) Submit(ctx context.Context, tree Tree, signed []byte) ([]byte, []Outcome) {
+	s.mu.Lock()
 	if s.sizes == nil {
 		s.sizes = map[string]uint64{}
 	}
+	if s.limits == nil {
+		s.limits = map[string]*rate.Limiter{}
+	}
+	s.mu.Unlock()
 	cp, err := checkpoint.Parse(signed)
 	if err != nil {
 		return signed, []Outcome{{Err: err}}
 	}
-	out := signed
-	var outcomes []Outcome
+	var ws []checkpoint.PolicyKey
 	for _, w := range s.Policy.Witnesses {
-		if w.URL == "" {
-			continue
+		if w.URL != "" {
+			ws = append(ws, w)
 		}
-		o := Outcome{Witness: w.Name}
-		for try := 0; try < 2; try++ {
-			old := s.sizes[w.Name]
-			if old > cp.Size {
-				o.Err = fmt.Errorf("%w: witness %s is at size %d, the log at %d", ErrFork, w.Name, old, cp.Size)
-				break
-			}
-			var proof tlog.TreeProof
-			if old > 0 && old < cp.Size {
-				if proof, err = tree.ProveConsistency(ctx, old, cp.Size); err != nil {
-					o.Err = fmt.Errorf("%w: consistency proof %d..%d: %w", ErrWitness, old, cp.Size, err)
-					break
-				}
-			}
-			lines, err := AddCheckpoint(ctx, s.Client, w.URL, w.Verifier, old, proof, signed)
-			var ce *ConflictError
-			if errors.As(err, &ce) {
-				s.sizes[w.Name] = ce.Size
-				o.Err = err
-				if ce.Size > cp.Size {
-					o.Err = fmt.Errorf("%w: witness %s is at size %d, the log at %d", ErrFork, w.Name, ce.Size, cp.Size)
-					break
-				}
-				continue
-			}
-			o.Err = err
-			if err == nil {
-				s.sizes[w.Name] = cp.Size
-				out = checkpoint.AddSignatures(out, lines)
-			}
-			break
+	}
+	outcomes := make([]Outcome, len(ws))
+	lines := make([][]byte, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() { outcomes[i], lines[i] = s.submitOne(ctx, tree, w, cp, signed) })
+	}
+	wg.Wait()
+	out := signed
+	for _, l := range lines {
+		if l != nil {
+			out = checkpoint.AddSignatures(out, l)
 		}
-		o.Size = s.sizes[w.Name]
-		outcomes = append(outcomes, o)
 	}
 	return out, outcomes
+}
+
+// submitOne gets signed cosigned by w, and returns its outcome and, when
+// it cosigned, its signature lines.
+func (s *Submitter) submitOne(ctx context.Context, tree Tree, w checkpoint.PolicyKey, cp *checkpoint.Checkpoint, signed []byte) (Outcome, []byte) {
+	o := Outcome{Witness: w.Name, Key: w.Key}
+	var out []byte
+	for try := 0; try < 2; try++ {
+		old := s.size(w.Key)
+		if old > cp.Size {
+			o.Err = fmt.Errorf("%w: witness %s is at size %d, the log at %d", ErrFork, w.Name, old, cp.Size)
+			break
+		}
+		var proof tlog.TreeProof
+		if old > 0 && old < cp.Size {
+			var err error
+			if proof, err = tree.ProveConsistency(ctx, old, cp.Size); err != nil {
+				o.Err = fmt.Errorf("%w: consistency proof %d..%d: %w", ErrWitness, old, cp.Size, err)
+				break
+			}
+		}
+		if err := s.wait(ctx, w.Key); err != nil {
+			o.Err = fmt.Errorf("%w: waiting for the declared rate: %w", ErrWitness, err)
+			break
+		}
+		lines, err := AddCheckpoint(ctx, s.Client, w.URL, w.Verifier, old, proof, signed)
+		if s.OnRequest != nil {
+			s.OnRequest(w.Name, err)
+		}
+		var ce *ConflictError
+		if errors.As(err, &ce) {
+			s.setSize(w.Key, ce.Size)
+			o.Err = err
+			if ce.Size > cp.Size {
+				o.Err = fmt.Errorf("%w: witness %s is at size %d, the log at %d", ErrFork, w.Name, ce.Size, cp.Size)
+				break
+			}
+			continue
+		}
+		o.Err = err
+		if err == nil {
+			s.setSize(w.Key, cp.Size)
+			out = lines
+		}
+		break
+	}
+	o.Size = s.size(w.Key)
+	return o, out
 }

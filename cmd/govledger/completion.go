@@ -121,7 +121,8 @@ var flagValues = map[string]func(path string) []string{
 		}
 		return f
 	},
-	"decision": func(string) []string { return []string{reason.Accepted, reason.Rejected} },
+	"decision":     func(string) []string { return []string{reason.Accepted, reason.Rejected} },
+	"witness-mode": func(string) []string { return []string{witnessFailOpen, witnessFailClosed} },
 	"kind": func(string) []string {
 		return []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation}
 	},

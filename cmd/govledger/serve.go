@@ -57,7 +57,8 @@ Examples:
   govledger token create --scope handoff:write --agents domain-05-product ci
   govledger serve --addr 127.0.0.1:8080
   govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
-  govledger serve --key ledger.key --rate 50 --max-age 1h`,
+  govledger serve --key ledger.key --rate 50 --max-age 1h
+  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-mode fail-closed`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (port 0: any free port, logged)"},
 			tokensFlag(&tokens),
@@ -65,10 +66,13 @@ Examples:
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
 			&cli.BoolFlag{Name: "tiles", Value: true, Usage: "serve the C2SP tlog-tiles read API: checkpoint and hash tiles public, entry bundles with ledger:read (see docs/tiles.md)"},
 			&cli.StringFlag{Name: "tiles-prefix", Usage: "path the tlog-tiles API is served under (\"\": PREFIX/checkpoint is /checkpoint; e.g. /log)"},
-			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish)"},
+			&cli.StringFlag{Name: "publish-to", Usage: "also publish the ledger into this folder as a static tlog-tiles log, at start and after commits (needs --key; see publish); with --witness-policy, each checkpoint the witnesses' quorum cosigned"},
 			&cli.StringFlag{Name: "witness-policy", Usage: "tlog-policy file: submit each checkpoint to its witnesses (those with a URL), serve the newest one its quorum cosigned at PREFIX/checkpoint (needs --key; see docs/witnessing.md)"},
 			&cli.StringFlag{Name: "witness-dir", Usage: "with --witness-policy: keep every cosigned checkpoint in this folder (SIZE.checkpoint)"},
 			&cli.DurationFlag{Name: "witness-timeout", Value: 10 * time.Second, Usage: "with --witness-policy: time allowed for each witness request"},
+			&cli.StringFlag{Name: "witness-mode", Value: witnessFailOpen, Usage: "with --witness-policy: fail-open (serve the log-signed checkpoint until one is cosigned; writes answered once durable) or fail-closed (serve only cosigned checkpoints; a write is answered once a cosigned checkpoint covers it, else 503 NOT_WITNESSED after --witness-ack-timeout)"},
+			&cli.IntFlag{Name: "witness-qpd", Value: 86400, Usage: "with --witness-policy: the declared rate, add-checkpoint requests per witness per day (the qpd of a witness network's log list; 86400: at most one a second, 1440: one a minute)"},
+			&cli.DurationFlag{Name: "witness-ack-timeout", Value: 10 * time.Second, Usage: "with --witness-mode fail-closed: how long a write waits for a cosigned checkpoint covering it before 503 NOT_WITNESSED (less than --write-timeout)"},
 			&cli.BoolFlag{Name: "publish-entries", Usage: "with --publish-to: also write the entry bundles (makes every entry public)"},
 			&cli.BoolFlag{Name: "public-entries", Usage: "serve the tlog-tiles entry bundles without a token (they name agents, decisions and reasons)"},
 			&cli.BoolFlag{Name: "ui", Value: true, Usage: "serve the audit viewer under /ui/ (--ui=false: the API only)"},
@@ -323,6 +327,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		cfg.UI = viewer
 	}
 	stopWitnessing := func() {}
+	var witnessed *witnessing // nil without --witness-policy
 	if pf := c.String("witness-policy"); pf != "" {
 		if signer == nil {
 			return usageErr("serve: --witness-policy needs --key (witnesses cosign the log's signed checkpoints)")
@@ -331,19 +336,35 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 		if err != nil {
 			return err
 		}
+		wc, err := witnessFlags(c, policy, cfg.WriteTimeout)
+		if err != nil {
+			return err
+		}
+		if wc.closed && cfg.Tiles == nil {
+			return usageErr("serve: --witness-mode fail-closed needs --tiles: the cosigned checkpoint is served at PREFIX/checkpoint and /v1/checkpoint through it")
+		}
 		wctx, wcancel := context.WithCancel(c.Context)
-		w, wait, err := startWitnessing(wctx, log, reg, l, be, signer, policy, c.String("witness-dir"), c.Duration("witness-timeout"))
+		w, wait, err := startWitnessing(wctx, log, reg, l, be, signer, wc)
 		if err != nil {
 			wcancel()
-			return internalErr(err)
+			return err
 		}
 		stopWitnessing = func() { wcancel(); wait() }
+		witnessed = w
 		if cfg.Tiles != nil {
 			cfg.Tiles.Checkpoint = w.Checkpoint
+			cfg.Tiles.CosignedOnly = wc.closed
+		}
+		if wc.closed {
+			cfg.Acknowledge = w.Acknowledge
 		}
 		cfg.Degraded = w.Degraded
-	} else if c.String("witness-dir") != "" {
-		return usageErr("serve: --witness-dir needs --witness-policy")
+	} else {
+		for _, f := range []string{"witness-dir", "witness-mode", "witness-qpd", "witness-ack-timeout", "witness-timeout"} {
+			if c.IsSet(f) {
+				return usageErr("serve: --%s needs --witness-policy", f)
+			}
+		}
 	}
 	defer func() { stopWitnessing() }()
 	srv, err := server.New(cfg)
@@ -400,7 +421,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	stopPublisher := func() {}
 	if dir := c.String("publish-to"); dir != "" {
 		pctx, pcancel := context.WithCancel(ctx)
-		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"))
+		wait := startPublisher(pctx, log, l, be, signer, dir, c.Bool("publish-entries"), witnessed)
 		stopPublisher = func() { pcancel(); wait() }
 	}
 	defer func() { stopPublisher() }() // an early return

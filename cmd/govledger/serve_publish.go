@@ -37,29 +37,49 @@ func commitPokes(ctx context.Context, wg *sync.WaitGroup, l *ledger.Ledger, be *
 
 // startPublisher publishes l into dir as a static tlog-tiles log (serve
 // --publish-to): once at start, then after commits, coalesced (a publish
-// covers every commit before it). It stops when ctx ends; wait returns once
-// the publish in progress, if any, is done, so the ledger can be closed.
-func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be *ledgerbackend.Backend, signer note.Signer, dir string, entries bool) (wait func()) {
+// covers every commit before it). With w (serve --witness-policy), it
+// publishes only the checkpoints the witnesses' quorum cosigned, each time
+// a new one is served. It stops when ctx ends; wait returns once the
+// publish in progress, if any, is done, so the ledger can be closed.
+func startPublisher(ctx context.Context, log *slog.Logger, l *ledger.Ledger, be *ledgerbackend.Backend, signer note.Signer, dir string, entries bool, w *witnessing) (wait func()) {
 	var wg sync.WaitGroup
-	poke := commitPokes(ctx, &wg, l, be)
+	var poke <-chan struct{}
+	if w == nil {
+		poke = commitPokes(ctx, &wg, l, be)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-poke:
-			}
-			res, err := tiles.Publish(ctx, l, dir, tiles.PublishOptions{Signer: signer, Entries: entries})
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Error("publish failed; the folder keeps its last checkpoint", "dir", dir, "error", err.Error())
+			o := tiles.PublishOptions{Signer: signer, Entries: entries}
+			var wake <-chan struct{}
+			if w == nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-poke:
 				}
-				continue
+			} else {
+				// Taken before the checkpoint is read: no move is missed.
+				wake = w.wake()
+				o.Checkpoint = w.Checkpoint()
 			}
-			if res.Size != res.OldSize {
-				log.Info("published", "dir", dir, "size", res.Size, "old_size", res.OldSize, "tiles", res.Tiles, "bundles", res.Bundles)
+			if w == nil || o.Checkpoint != nil {
+				res, err := tiles.Publish(ctx, l, dir, o)
+				switch {
+				case err != nil && ctx.Err() == nil:
+					log.Error("publish failed; the folder keeps its last checkpoint", "dir", dir, "error", err.Error())
+				case err == nil && res.Size != res.OldSize:
+					log.Info("published", "dir", dir, "size", res.Size, "old_size", res.OldSize, "tiles", res.Tiles, "bundles", res.Bundles,
+						"cosigned", o.Checkpoint != nil)
+				}
+			}
+			if w != nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-wake:
+				}
 			}
 		}
 	}()

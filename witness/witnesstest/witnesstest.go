@@ -30,6 +30,8 @@ type Witness struct {
 	cosign *checkpoint.Cosigner
 	size   uint64
 	root   tlog.Hash
+	down   bool
+	counts map[int]int // answers by status
 }
 
 // New returns a witness of the log whose key is logV, cosigning with c.
@@ -44,9 +46,36 @@ func (w *Witness) Size() uint64 {
 	return w.size
 }
 
+// SetDown makes the witness answer every request 503 (down true) or
+// serve again (false): a witness out of reach.
+func (w *Witness) SetDown(down bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.down = down
+}
+
+// Answers returns how many requests it answered with status.
+func (w *Witness) Answers(status int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.counts[status]
+}
+
 func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	rec := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
+	defer func() {
+		if w.counts == nil {
+			w.counts = map[int]int{}
+		}
+		w.counts[rec.status]++
+	}()
+	rw = rec
+	if w.down {
+		http.Error(rw, "down", http.StatusServiceUnavailable)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/add-checkpoint" {
 		http.Error(rw, "not found", http.StatusNotFound)
 		return
@@ -103,4 +132,14 @@ func (w *Witness) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.size, w.root = cp.Size, cp.Hash
 	_, sigs, _ := bytes.Cut(out, []byte("\n\n"))
 	rw.Write(sigs)
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
 }
