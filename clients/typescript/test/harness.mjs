@@ -48,13 +48,14 @@ export async function closedPort() {
 }
 
 /**
- * Starts a real govledger serve on a fresh ledger. Returns its URL, a token
+ * Starts a real govledger serve on a fresh ledger; prompts replaces the
+ * prompt files of some agents (an A2A agent's is its Agent Card). Returns its URL, a token
  * (handoff:write for any agent, ledger:read), a CLI runner and stop().
  */
-export async function startLedger() {
+export async function startLedger({ prompts = {} } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "govledger-js-"));
   mkdirSync(join(dir, "reg", "prompts"), { recursive: true });
-  for (const [name, text] of Object.entries(PROMPTS)) writeFileSync(join(dir, "reg", "prompts", `${name}.md`), text);
+  for (const [name, text] of Object.entries({ ...PROMPTS, ...prompts })) writeFileSync(join(dir, "reg", "prompts", `${name}.md`), text);
   const manifest = join(dir, "reg", "prompt-manifest.json");
   writeFileSync(manifest, JSON.stringify(MANIFEST, null, 2));
   const lock = join(dir, "reg", "prompt-lock.json");
