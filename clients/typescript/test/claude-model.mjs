@@ -1,14 +1,16 @@
 // A scripted Anthropic Messages API on 127.0.0.1 for the real Claude Code
-// the Agent SDK runs: the main session's first turn calls the Agent tool for
-// the subagent `to`; a subagent (recognised by its prompt in the system
-// prompt) answers "<name> ran"; after a tool result the main session answers
-// "main read: <the result>".
+// the Agent SDK runs. The user's prompt says "route:<subagent> nonce:<n>":
+// the main session's first turn calls the Agent tool for that subagent,
+// passing the nonce on; a subagent (recognised by its prompt in the system
+// prompt) answers "<name> ran" and counts a run for its nonce; after a tool
+// result the main session answers "main read: <the result>". The nonce
+// keeps concurrent sessions' counts apart.
 
 import { createServer } from "node:http";
 
 export async function startModel(subagentPrompts) {
-  const m = { runs: {}, toolResults: [], to: "billing", server: undefined, url: "" };
-  for (const n of Object.keys(subagentPrompts)) m.runs[n] = 0;
+  const m = { runs: {}, server: undefined, url: "" };
+  m.ran = (name, nonce) => m.runs[`${name}/${nonce}`] ?? 0;
   let n = 0;
   m.server = createServer((req, res) => {
     let body = "";
@@ -25,18 +27,19 @@ export async function startModel(subagentPrompts) {
       const sub = Object.entries(subagentPrompts).find(([, p]) => system.includes(JSON.stringify(p.trim()).slice(1, -1)));
       const hasAgentTool = (r.tools ?? []).some((t) => t.name === "Agent" || t.name === "Task");
       const results = (r.messages ?? []).flatMap((msg) => (Array.isArray(msg.content) ? msg.content : []).filter((p) => p.type === "tool_result"));
+      const to = /route:([a-z-]+)/.exec(text)?.[1];
+      const nonce = /nonce:([a-z0-9]+)/.exec(text)?.[1];
       if (sub) {
-        m.runs[sub[0]]++;
+        m.runs[`${sub[0]}/${nonce}`] = m.ran(sub[0], nonce) + 1;
         block = { type: "text", text: `${sub[0]} ran` };
       } else if (hasAgentTool && !text.includes('"tool_use"')) {
         stop = "tool_use";
         const tool = r.tools.some((t) => t.name === "Agent") ? "Agent" : "Task";
         block = { type: "tool_use", id: `toolu_${String(n).padStart(3, "0")}`, name: tool,
-          input: { subagent_type: m.to, description: "handle the invoice", prompt: "My invoice is wrong.", run_in_background: false } };
+          input: { subagent_type: to, description: "handle the invoice", prompt: `nonce:${nonce} My invoice is wrong.`, run_in_background: false } };
       } else {
         const last = results.at(-1);
         const content = typeof last?.content === "string" ? last.content : (last?.content ?? []).map((c) => c.text ?? "").join("");
-        if (last) m.toolResults.push(content);
         block = { type: "text", text: `main read: ${content}` };
       }
       const msg = { id: `msg_${n}`, type: "message", role: "assistant", model: "claude-sonnet-4-5", stop_reason: null, stop_sequence: null,
