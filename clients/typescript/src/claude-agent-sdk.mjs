@@ -12,16 +12,21 @@
 // The instructions hashed are each subagent's AgentDefinition.prompt (what
 // the SDK gives it) and the main session's instructions. The run is the
 // session; the step is the tool_use_id, dated by the transcript line of the
-// tool call, so a call retried or resumed is the same document.
+// prompt that led to it, so a call retried or resumed is the same document.
 
 import { open } from "node:fs/promises";
 import { HandoffRefused } from "./governor.mjs";
 
 const AGENT_TOOLS = new Set(["Agent", "Task"]);
-const TRANSCRIPT_WAIT_MS = 3000;
 
-/** The time of the transcript line holding tool_use id, or undefined. */
-async function transcriptTime(path, id) {
+/**
+ * When the prompt that led to the call was submitted: the timestamp of the
+ * first transcript line of prompt promptId (or, without one, of the first
+ * timestamped line: the session's start). Claude Code writes that line when
+ * the prompt arrives, before any tool call it leads to, and never rewrites
+ * it, so every retry or resume of the call reads the same time.
+ */
+async function promptTime(path, promptId) {
   let f;
   try {
     f = await open(path);
@@ -29,7 +34,7 @@ async function transcriptTime(path, id) {
     return undefined;
   }
   try {
-    const needle = JSON.stringify(id);
+    const needle = promptId ? JSON.stringify(promptId) : '"timestamp"';
     for await (const line of f.readLines()) {
       if (!line.includes(needle)) continue;
       let rec;
@@ -38,11 +43,9 @@ async function transcriptTime(path, id) {
       } catch {
         continue;
       }
-      const content = rec?.message?.content;
-      if (Array.isArray(content) && content.some((b) => b?.type === "tool_use" && b.id === id) && rec.timestamp) {
-        const d = new Date(rec.timestamp);
-        if (!Number.isNaN(d.getTime())) return d;
-      }
+      if (promptId && rec?.promptId !== promptId) continue;
+      const d = new Date(rec?.timestamp);
+      if (!Number.isNaN(d.getTime())) return d;
     }
   } finally {
     await f.close();
@@ -50,20 +53,14 @@ async function transcriptTime(path, id) {
   return undefined;
 }
 
-async function toolUseTime(input, signal) {
-  const paths = [input.transcript_path];
-  if (input.agent_id && input.transcript_path) paths.push(input.transcript_path.replace(/\.jsonl$/, "") + `/subagents/agent-${input.agent_id}.jsonl`);
-  // Claude Code writes the tool call's line around the time it runs the hook: look again for a moment.
-  for (const deadline = Date.now() + TRANSCRIPT_WAIT_MS; ;) {
-    for (const p of paths) {
-      if (!p) continue;
-      const t = await transcriptTime(p, input.tool_use_id);
-      if (t) return t;
-    }
+async function callTime(input, signal, waitMs) {
+  for (const deadline = Date.now() + waitMs; ;) {
+    const t = input.transcript_path ? await promptTime(input.transcript_path, input.prompt_id) : undefined;
+    if (t) return t;
     if (Date.now() > deadline || signal?.aborted) break;
     await new Promise((r) => setTimeout(r, 25));
   }
-  throw new HandoffRefused(`govledger: the session transcript has no tool_use ${input.tool_use_id} (session persistence off?): the handoff cannot be dated reproducibly, so it does not run`);
+  throw new HandoffRefused(`govledger: the session transcript ${input.transcript_path ?? "(none)"} has no line of prompt ${input.prompt_id ?? "(none)"} (session persistence off?): the handoff cannot be dated reproducibly, so it does not run`);
 }
 
 /**
@@ -78,9 +75,10 @@ async function toolUseTime(input, signal) {
  * applies.
  * @param {import("./governor.mjs").Governor} gov
  * @param {{agents?: Record<string, {prompt?: string}>, main?: {name: string, instructions?: string},
- *   mode?: "abort"|"refuse", defaultSubagent?: string, outcomes?: boolean}} [options]
+ *   mode?: "abort"|"refuse", defaultSubagent?: string, outcomes?: boolean, transcriptWaitMs?: number}} [options]
+ *   transcriptWaitMs: how long to wait for the prompt's line to reach the transcript (default 10000).
  */
-export function claudeHooks(gov, { agents = {}, main = { name: "main" }, mode = gov.mode, defaultSubagent = "general-purpose", outcomes = true } = {}) {
+export function claudeHooks(gov, { agents = {}, main = { name: "main" }, mode = gov.mode, defaultSubagent = "general-purpose", outcomes = true, transcriptWaitMs = 10_000 } = {}) {
   const state = { error: undefined, errors: [], pending: new Map(), outcomes: [] };
   const instructionsOf = (name) => (name === main.name && !(name in agents) ? main.instructions : agents[name]?.prompt);
 
@@ -94,7 +92,7 @@ export function claudeHooks(gov, { agents = {}, main = { name: "main" }, mode = 
       const ti = input.tool_input ?? {};
       const source = input.agent_type || main.name;
       const target = ti.subagent_type || defaultSubagent;
-      const when = await toolUseTime(input, signal);
+      const when = await callTime(input, signal, transcriptWaitMs);
       const g = await gov.gate({ run: { id: input.session_id }, stepTime: when, step: `${source}>${target}/${input.tool_use_id}`, mode: "refuse",
         source: { name: source, instructions: instructionsOf(source) }, target: { name: target, instructions: instructionsOf(target) },
         request: { description: ti.description, input: ti.prompt ?? "" } });

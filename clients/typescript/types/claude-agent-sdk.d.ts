@@ -10,6 +10,8 @@ export interface ClaudeHooksOptions {
   defaultSubagent?: string;
   /** Record SubagentStop as the outcome (POST /v1/outcomes); default true. */
   outcomes?: boolean;
+  /** How long to wait for the prompt's line to reach the session transcript; default 10000. */
+  transcriptWaitMs?: number;
 }
 export type HookCallback = (input: any, toolUseID: string | undefined, options: { signal?: AbortSignal }) => Promise<Record<string, unknown>>;
 export interface ClaudeHooks {
