@@ -105,6 +105,20 @@ describe("claude-agent-sdk", { concurrency: 4 }, () => {
     });
   }
 
+  test("a call that cannot be dated is denied, never let through", async () => {
+    for (const mode of ["abort", "refuse"]) {
+      const gov = new Governor({ client: L.client, framework: "claude-agent-sdk", mode });
+      const gl = claudeHooks(gov, { agents: agentsWith(), main: { name: "triage", instructions: PROMPTS.triage }, transcriptWaitMs: 100 });
+      const out = await gl.preToolUse({ hook_event_name: "PreToolUse", session_id: "s-1", transcript_path: join(home, "no-such.jsonl"),
+        prompt_id: "p-1", cwd: home, tool_name: "Agent", tool_input: { subagent_type: "billing", prompt: "x" }, tool_use_id: "toolu_x" }, "toolu_x", {});
+      assert.equal(out.hookSpecificOutput?.permissionDecision, "deny", JSON.stringify(out));
+      assert.match(out.hookSpecificOutput.permissionDecisionReason, /cannot be dated reproducibly/);
+      assert.equal(out.continue, mode === "abort" ? false : undefined);
+      assert.equal(gl.errors.length, 1);
+      assert.equal(gl.error === undefined, mode === "refuse");
+    }
+  });
+
   test("the same tool call decided again (a retried hook) is a replay, not a conflict", async () => {
     const r = await runFlow({ to: "billing", mode: "abort" });
     const d = r.decisions[0];
