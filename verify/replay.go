@@ -126,6 +126,47 @@ type replayer struct {
 
 	missing   map[uint64]missingBlob // seq -> a blob that is not there
 	redaction map[uint64]bool        // seqs named by redaction entries
+	links     map[uint64]link        // accepted handoff seq -> what its outcome must name
+}
+
+// link is what an outcome of an accepted handoff must name, kept compactly:
+// a keyed digest of the handoff's target and workflow_id, and the seq of
+// its first outcome (0: none yet).
+type link struct {
+	names   uint64
+	outcome uint64
+}
+
+// linkNames is the digest of the agent and workflow an outcome names.
+func (r *replayer) linkNames(agent string, workflow entry.NullString) uint64 {
+	b := make([]byte, 0, len(agent)+len(workflow.S)+2)
+	b = append(append(b, agent...), 0)
+	if workflow.Valid {
+		b = append(append(b, 1), workflow.S...)
+	}
+	return r.state.digest(b)
+}
+
+// outcome judges the link of outcome e to the handoff it names: an earlier
+// accepted handoff whose target and workflow_id it names, with no outcome
+// before this one. (A decision_seq not before e's own seq is malformed.)
+func (r *replayer) outcome(e *entry.Entry) {
+	l, ok := r.links[e.DecisionSeq]
+	switch {
+	case !ok:
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "an accepted handoff", Got: "a rejected handoff or another kind of entry",
+			Message: fmt.Sprintf("the outcome's decision_seq %d is not an accepted handoff: only a target that ran has an outcome", e.DecisionSeq)})
+	case l.outcome != 0:
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "one outcome", Got: fmt.Sprintf("also seq %d", l.outcome),
+			Message: fmt.Sprintf("decision seq %d has an outcome already (seq %d)", e.DecisionSeq, l.outcome)})
+	case l.names != r.linkNames(e.Agent, e.WorkflowID):
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "the handoff's target and workflow_id", Got: fmt.Sprintf("agent %q, workflow_id %s", e.Agent, nullText(e.WorkflowID)),
+			Message: fmt.Sprintf("the outcome names another agent or workflow than decision seq %d", e.DecisionSeq)})
+	}
+	if ok && l.outcome == 0 {
+		l.outcome = e.Seq
+		r.links[e.DecisionSeq] = l
+	}
 }
 
 // missingBlob is a blob an entry names that the source does not have.
@@ -352,6 +393,15 @@ func (r *replayer) judge(j *job) {
 	j.raise(stageAny)
 	r.apply(seq, e, h, st)
 	switch e.Kind {
+	case entry.KindHandoff:
+		if e.Decision == reason.Accepted && e.Target.Valid {
+			if r.links == nil {
+				r.links = map[uint64]link{}
+			}
+			r.links[seq] = link{names: r.linkNames(e.Target.S, e.WorkflowID)}
+		}
+	case entry.KindOutcome:
+		r.outcome(e)
 	case entry.KindRedaction:
 		if r.redaction == nil {
 			r.redaction = map[uint64]bool{}
