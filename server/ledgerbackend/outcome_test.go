@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/client"
 )
 
 // contract is a real server over a real ledger on loopback, with tokens
@@ -288,5 +290,32 @@ func TestOutcomeContractRace(t *testing.T) {
 	}
 	if h := c.head(); h != dec+1 {
 		t.Errorf("head %d, want %d: one outcome", h, dec+1)
+	}
+}
+
+// TestClientOutcome: the Go client's Submit with Workflow and Outcome,
+// against the real server.
+func TestClientOutcome(t *testing.T) {
+	c := startContract(t)
+	ctx := context.Background()
+	src, _ := client.New(c.url, c.tokens["source"], nil)
+	tgt, _ := client.New(c.url, c.tokens["target"], nil)
+	res, err := src.Submit(ctx, []byte(governed(t, 1)), client.SubmitOptions{Workflow: "run-c"})
+	if err != nil || res.WorkflowID != "run-c" {
+		t.Fatalf("Submit with Workflow: %+v %v", res, err)
+	}
+	dur := int64(5)
+	o := server.OutcomeRequest{DecisionSeq: res.Seq, Status: "failed", DurationMS: &dur}
+	out, err := tgt.Outcome(ctx, o, client.OutcomeOptions{IdempotencyKey: "k"})
+	if err != nil || out.Replayed || out.Agent != "domain-02-analysis" || out.WorkflowID == nil || *out.WorkflowID != "run-c" || out.Status != "failed" {
+		t.Fatalf("Outcome: %+v %v", out, err)
+	}
+	again, err := tgt.Outcome(ctx, o, client.OutcomeOptions{IdempotencyKey: "k"})
+	if err != nil || !again.Replayed || again.Seq != out.Seq {
+		t.Errorf("Outcome again: %+v %v, want the first answer replayed", again, err)
+	}
+	var pe *client.ProblemError
+	if _, err := tgt.Outcome(ctx, o, client.OutcomeOptions{}); !errors.As(err, &pe) || pe.Status() != 422 {
+		t.Errorf("a second outcome: %v, want a 422 problem", err)
 	}
 }
