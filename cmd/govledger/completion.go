@@ -123,7 +123,7 @@ var flagValues = map[string]func(path string) []string{
 	},
 	"decision": func(string) []string { return []string{reason.Accepted, reason.Rejected} },
 	"kind": func(string) []string {
-		return []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation}
+		return []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation, entry.KindOutcome}
 	},
 }
 
