@@ -451,6 +451,8 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"record", "--format", ""}, []string{"governed/1", "swarm/2", "skill/1", "vbw/1", "task/1"}},
 		{[]string{"log", "--decision", ""}, []string{"accepted", "rejected"}},
 		{[]string{"log", "--kind", "s"}, []string{"snapshot"}},
+		{[]string{"log", "--kind", "o"}, []string{"outcome"}},
+		{[]string{"record", "--wo"}, []string{"--workflow"}},
 		{[]string{"record", "--strict", ""}, nil},    // files
 		{[]string{"show", "12"}, nil},                // an argument
 		{[]string{"--db", "x.db", "stats", ""}, nil}, // no subcommands
