@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,6 +38,18 @@ func TestRecordWorkflowTrace(t *testing.T) {
 		t.Errorf("--workflow with a control character: exit %d %s", code, stderr)
 	}
 
+	// A stream line names its workflow.
+	doc3, err := os.ReadFile(e.handoffDoc(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]string{"document": string(doc3), "workflow": "run-8"})
+	if code, out, stderr := e.run(string(line)+"\n", "record", "-"); code != 0 {
+		t.Fatalf("record - with a workflow line: exit %d\n%s%s", code, out, stderr)
+	}
+	if es := e.entries(); es[len(es)-1].WorkflowID != entry.Str("run-8") {
+		t.Errorf("stream line with workflow run-8: entry workflow_id %v", es[len(es)-1].WorkflowID)
+	}
 	// The target finished the first handoff.
 	l, err := bolt.Open(filepath.Join(e.dir, "ledger.db"), nil)
 	if err != nil {
@@ -52,13 +65,13 @@ func TestRecordWorkflowTrace(t *testing.T) {
 	code, out, _ = e.run("", "trace", "run-7")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "2 handoffs, 1 outcomes") ||
-		!strings.Contains(lines[1], "=> succeeded (seq 5, 1500 ms)") || strings.Contains(lines[2], "=>") {
+		!strings.Contains(lines[1], "=> succeeded (seq 6, 1500 ms)") || strings.Contains(lines[2], "=>") {
 		t.Errorf("trace run-7: exit %d\n%s\nwant the first handoff with its outcome beside it, the second without", code, out)
 	}
 	code, out, _ = e.run("", "--output", "json", "trace", "run-7")
 	var tr traceResult
 	if err := json.Unmarshal([]byte(out), &tr); code != 0 || err != nil || len(tr.Steps) != 3 || tr.Steps[0].Outcome == nil ||
-		*tr.Steps[0].Outcome != (outcomeView{Seq: 5, Status: "succeeded", DurationMS: tr.Steps[0].Outcome.DurationMS}) ||
+		*tr.Steps[0].Outcome != (outcomeView{Seq: 6, Status: "succeeded", DurationMS: tr.Steps[0].Outcome.DurationMS}) ||
 		*tr.Steps[0].Outcome.DurationMS != 1500 || tr.Steps[1].Outcome != nil || tr.Steps[2].Kind != "outcome" || tr.Steps[2].DecisionSeq != 3 {
 		t.Errorf("trace -o json: exit %d, %v\n%s", code, err, out)
 	}
@@ -66,9 +79,9 @@ func TestRecordWorkflowTrace(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "succeeded outcome") || !strings.Contains(out, "finished seq 3, 1500 ms") {
 		t.Errorf("log --kind outcome: exit %d\n%s", code, out)
 	}
-	code, out, _ = e.run("", "show", "5")
+	code, out, _ = e.run("", "show", "6")
 	if code != 0 || !strings.Contains(out, `"kind":"outcome"`) || !strings.Contains(out, `"decision_seq":3`) {
-		t.Errorf("show 5: exit %d\n%s", code, out)
+		t.Errorf("show 6: exit %d\n%s", code, out)
 	}
 	if code, out, _ := e.run("", "verify"); code != 0 {
 		t.Errorf("verify: exit %d\n%s", code, out)
