@@ -76,6 +76,8 @@ const (
 	mBlocks
 	mContentSHA256
 	mDecision
+	mDecisionSeq
+	mDurationMS
 	mFormat
 	mHandoffID
 	mIdempotencyKey
@@ -87,6 +89,7 @@ const (
 	mNewKey
 	mNote
 	mOldKey
+	mOutputSHA256
 	mPayloadSHA256
 	mPayloadSize
 	mPrev
@@ -95,6 +98,7 @@ const (
 	mSeq
 	mSize
 	mSource
+	mStatus
 	mSubmitter
 	mTarget
 	mTime
@@ -106,9 +110,10 @@ const (
 )
 
 var memberNames = [numMembers]string{
-	"agent", "blocks", "content_sha256", "decision", "format", "handoff_id", "idempotency_key", "inputs",
-	"kind", "lifts", "lock_sha256", "manifest_sha256", "new_key", "note", "old_key", "payload_sha256",
-	"payload_size", "prev", "reasons", "redacted_seq", "seq", "size", "source", "submitter", "target",
+	"agent", "blocks", "content_sha256", "decision", "decision_seq", "duration_ms", "format", "handoff_id",
+	"idempotency_key", "inputs", "kind", "lifts", "lock_sha256", "manifest_sha256", "new_key", "note",
+	"old_key", "output_sha256", "payload_sha256", "payload_size", "prev", "reasons", "redacted_seq", "seq",
+	"size", "source", "status", "submitter", "target",
 	"time", "traceparent", "v", "what", "workflow_id",
 }
 
@@ -119,8 +124,8 @@ const requiredMembers = 1<<mKind | 1<<mPrev | 1<<mSeq | 1<<mTime | 1<<mV
 // decoded entry is one allocation (and its strings one more).
 type entryBox struct {
 	e       Entry
-	hashes  [4]Hash
-	ints    [2]int64
+	hashes  [5]Hash  // one per *Hash field
+	ints    [3]int64 // one per *int64 field
 	lifts   []string
 	reasons []reason.Reason
 }
@@ -180,6 +185,11 @@ func decodeCanonical(data []byte) (_ *Entry, ok bool) {
 			ok = hash(&e.ContentSHA256)
 		case mDecision:
 			e.Decision, ok = r.nonEmpty()
+		case mDecisionSeq:
+			e.DecisionSeq, ok = r.uint()
+			ok = ok && e.DecisionSeq != 0
+		case mDurationMS:
+			ok = int64p(&e.DurationMS)
 		case mFormat:
 			e.Format, ok = r.nullString()
 		case mHandoffID:
@@ -208,6 +218,8 @@ func decodeCanonical(data []byte) (_ *Entry, ok bool) {
 			e.Note, ok = r.nonEmpty()
 		case mOldKey:
 			e.OldKey, ok = r.nonEmpty()
+		case mOutputSHA256:
+			ok = hash(&e.OutputSHA256)
 		case mPayloadSHA256:
 			ok = hash(&e.PayloadSHA256)
 		case mPayloadSize:
@@ -226,6 +238,8 @@ func decodeCanonical(data []byte) (_ *Entry, ok bool) {
 			ok = int64p(&e.Size)
 		case mSource:
 			e.Source, ok = r.nullString()
+		case mStatus:
+			e.Status, ok = r.nonEmpty()
 		case mSubmitter:
 			e.Submitter, ok = r.nonEmpty()
 		case mTarget:

@@ -80,7 +80,7 @@ func TestDecodePaths(t *testing.T) {
 		}
 	}
 	vs := vectorEntries(t)
-	handoff := string(vs[len(vs)-6]) // the handoff with inputs, blocks and hostile strings
+	handoff := string(vs[len(vs)-8]) // the handoff with inputs, blocks and hostile strings
 	if !strings.Contains(handoff, `"inputs":{`) || !strings.Contains(handoff, `"blocks":[`) {
 		t.Fatalf("vector layout changed: %s", handoff)
 	}
@@ -130,6 +130,37 @@ func TestDecodePaths(t *testing.T) {
 			}
 			if fast && !valid[c.name] && c.name != "decision contradicts" {
 				t.Fatalf("the canonical pass accepts %s", data)
+			}
+		})
+	}
+	outcome := string(vs[len(vs)-2]) // the outcome with every optional field
+	if !strings.Contains(outcome, `"kind":"outcome"`) || !strings.Contains(outcome, `"duration_ms":1234`) {
+		t.Fatalf("vector layout changed: %s", outcome)
+	}
+	for _, c := range []struct{ name, old, new string }{
+		{"decision_seq zero", `"decision_seq":6`, `"decision_seq":0`},
+		{"decision_seq later", `"decision_seq":6`, `"decision_seq":9`},
+		{"decision_seq string", `"decision_seq":6`, `"decision_seq":"6"`},
+		{"duration leading zero", `"duration_ms":1234`, `"duration_ms":01234`},
+		{"duration negative", `"duration_ms":1234`, `"duration_ms":-1`},
+		{"duration fraction", `"duration_ms":1234`, `"duration_ms":1234.5`},
+		{"status unknown", `"status":"succeeded"`, `"status":"done"`},
+		{"status empty", `"status":"succeeded"`, `"status":""`},
+		{"output hash upper", `"output_sha256":"09`, `"output_sha256":"0A`},
+		{"output hash null", `"output_sha256":"0900000000000000000000000000000000000000000000000000000000000009"`, `"output_sha256":null`},
+		{"no agent", `"agent":"domain-02-analysis",`, ``},
+		{"no workflow", `,"workflow_id":"03-01"`, ``},
+		{"key order", `"decision_seq":6,"duration_ms":1234`, `"duration_ms":1234,"decision_seq":6`},
+		{"handoff field", `"kind":"outcome"`, `"format":null,"kind":"outcome"`},
+	} {
+		t.Run("outcome "+c.name, func(t *testing.T) {
+			if !strings.Contains(outcome, c.old) {
+				t.Fatalf("%q not in the vector", c.old)
+			}
+			data := []byte(strings.Replace(outcome, c.old, c.new, 1))
+			agree(t, data)
+			if _, err := Decode(data); err == nil {
+				t.Fatalf("Decode(%s) = nil error", data)
 			}
 		})
 	}

@@ -28,7 +28,20 @@ const (
 	KindUnblock     = "unblock"      // an operator lifted an AGENT_BLOCKED
 	KindRedaction   = "redaction"    // a payload's bytes were removed; its hash stays
 	KindKeyRotation = "key_rotation" // the checkpoint verifier key changed
+	KindOutcome     = "outcome"      // the target of an accepted handoff finished
 )
+
+// Outcome statuses: how the target of a handoff finished.
+const (
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// ValidStatus reports whether s is an outcome status.
+func ValidStatus(s string) bool {
+	return s == StatusSucceeded || s == StatusFailed || s == StatusCancelled
+}
 
 // Snapshot "what" values.
 const (
@@ -184,13 +197,18 @@ type Entry struct {
 	// units, here plain ASCII order), so that marshaling an Entry already
 	// yields its canonical bytes; TestMarshalIsCanonical guards this.
 
-	Agent string `json:"agent,omitzero"` // unblock
+	Agent string `json:"agent,omitzero"` // unblock; outcome: the decision's target
 	// Blocks lists the agents this entry blocked (HASH_MISMATCH); optional.
-	Blocks        []string   `json:"blocks,omitzero"`
-	ContentSHA256 *Hash      `json:"content_sha256,omitzero"` // snapshot
-	Decision      string     `json:"decision,omitzero"`       // handoff
-	Format        NullString `json:"format,omitzero"`         // handoff
-	HandoffID     NullString `json:"handoff_id,omitzero"`     // handoff
+	Blocks        []string `json:"blocks,omitzero"`
+	ContentSHA256 *Hash    `json:"content_sha256,omitzero"` // snapshot
+	Decision      string   `json:"decision,omitzero"`       // handoff
+	// DecisionSeq is the handoff entry an outcome follows: an earlier,
+	// accepted handoff, followed by no other outcome.
+	DecisionSeq uint64 `json:"decision_seq,omitzero"` // outcome
+	// DurationMS is how long the target ran, in milliseconds (optional).
+	DurationMS *int64     `json:"duration_ms,omitzero"` // outcome
+	Format     NullString `json:"format,omitzero"`      // handoff
+	HandoffID  NullString `json:"handoff_id,omitzero"`  // handoff
 	// IdempotencyKey is the key a client sent with the document (optional):
 	// a retry with the same key and bytes is answered with this entry.
 	IdempotencyKey string `json:"idempotency_key,omitzero"` // handoff
@@ -203,20 +221,24 @@ type Entry struct {
 	// the new lock changed their prompt hash (sorted, possibly empty). A
 	// lock snapshot without it was written before lifts existed and lifted
 	// every block.
-	Lifts          *[]string        `json:"lifts,omitzero"`           // snapshot of a lock
-	LockSHA256     *Hash            `json:"lock_sha256,omitzero"`     // handoff
-	ManifestSHA256 *Hash            `json:"manifest_sha256,omitzero"` // handoff
-	NewKey         string           `json:"new_key,omitzero"`         // key_rotation
-	Note           string           `json:"note,omitzero"`            // unblock, redaction, key_rotation: the operator's reason
-	OldKey         string           `json:"old_key,omitzero"`         // key_rotation: verifier key in note format, "" for the first
-	PayloadSHA256  *Hash            `json:"payload_sha256,omitzero"`  // handoff
-	PayloadSize    *int64           `json:"payload_size,omitzero"`    // handoff
-	Prev           Hash             `json:"prev"`
-	Reasons        *[]reason.Reason `json:"reasons,omitzero"`      // handoff
-	RedactedSeq    uint64           `json:"redacted_seq,omitzero"` // redaction
-	Seq            uint64           `json:"seq"`
-	Size           *int64           `json:"size,omitzero"`   // snapshot
-	Source         NullString       `json:"source,omitzero"` // handoff
+	Lifts          *[]string `json:"lifts,omitzero"`           // snapshot of a lock
+	LockSHA256     *Hash     `json:"lock_sha256,omitzero"`     // handoff
+	ManifestSHA256 *Hash     `json:"manifest_sha256,omitzero"` // handoff
+	NewKey         string    `json:"new_key,omitzero"`         // key_rotation
+	Note           string    `json:"note,omitzero"`            // unblock, redaction, key_rotation: the operator's reason
+	OldKey         string    `json:"old_key,omitzero"`         // key_rotation: verifier key in note format, "" for the first
+	// OutputSHA256 is the SHA-256 of what the target produced (optional;
+	// the ledger does not store those bytes).
+	OutputSHA256  *Hash            `json:"output_sha256,omitzero"`  // outcome
+	PayloadSHA256 *Hash            `json:"payload_sha256,omitzero"` // handoff
+	PayloadSize   *int64           `json:"payload_size,omitzero"`   // handoff
+	Prev          Hash             `json:"prev"`
+	Reasons       *[]reason.Reason `json:"reasons,omitzero"`      // handoff
+	RedactedSeq   uint64           `json:"redacted_seq,omitzero"` // redaction
+	Seq           uint64           `json:"seq"`
+	Size          *int64           `json:"size,omitzero"`   // snapshot
+	Source        NullString       `json:"source,omitzero"` // handoff
+	Status        string           `json:"status,omitzero"` // outcome: succeeded, failed or cancelled
 	// Submitter is who submitted the entry: the CLI's --as (default the OS
 	// user), the server's authenticated principal. Optional for entries
 	// written before it existed.
@@ -224,10 +246,10 @@ type Entry struct {
 	Target    NullString `json:"target,omitzero"`    // handoff
 	Time      Time       `json:"time"`
 	// TraceParent is the W3C traceparent the submission carried (optional).
-	TraceParent string     `json:"traceparent,omitzero"` // handoff
+	TraceParent string     `json:"traceparent,omitzero"` // handoff, outcome
 	V           int        `json:"v"`
 	What        string     `json:"what,omitzero"`        // snapshot: manifest or lock
-	WorkflowID  NullString `json:"workflow_id,omitzero"` // handoff
+	WorkflowID  NullString `json:"workflow_id,omitzero"` // handoff; outcome: the decision's
 }
 
 // Errors returned by Decode and Validate.
@@ -291,7 +313,10 @@ func (e *Entry) Validate() error {
 	if e.Seq == 0 || e.Seq > strictjson.MaxSafeInteger || e.RedactedSeq > strictjson.MaxSafeInteger {
 		return bad("seq out of range 1..2^53-1")
 	}
-	for _, n := range []*int64{e.PayloadSize, e.Size} {
+	if e.DecisionSeq > strictjson.MaxSafeInteger {
+		return bad("decision_seq out of range 1..2^53-1")
+	}
+	for _, n := range []*int64{e.PayloadSize, e.Size, e.DurationMS} {
 		if n != nil && *n > strictjson.MaxSafeInteger {
 			return bad("size beyond 2^53-1")
 		}
@@ -312,14 +337,18 @@ func (e *Entry) Validate() error {
 	if e.TraceParent != "" && !validTraceParent(e.TraceParent) {
 		return bad("traceparent is not a W3C traceparent (version-traceid-parentid-flags, lowercase hex)")
 	}
-	handoff := e.Format.Set || e.Decision != "" || e.Reasons != nil || e.HandoffID.Set || e.Source.Set ||
-		e.Target.Set || e.WorkflowID.Set || e.PayloadSHA256 != nil || e.PayloadSize != nil ||
-		e.ManifestSHA256 != nil || e.LockSHA256 != nil || e.Blocks != nil || e.Inputs != nil ||
-		e.IdempotencyKey != "" || e.TraceParent != ""
+	// Fields of handoffs alone; fields handoffs and outcomes share; fields
+	// of outcomes alone; of snapshots.
+	handoffOnly := e.Format.Set || e.Decision != "" || e.Reasons != nil || e.HandoffID.Set || e.Source.Set ||
+		e.Target.Set || e.PayloadSHA256 != nil || e.PayloadSize != nil ||
+		e.ManifestSHA256 != nil || e.LockSHA256 != nil || e.Blocks != nil || e.Inputs != nil
+	shared := e.WorkflowID.Set || e.IdempotencyKey != "" || e.TraceParent != ""
+	outcome := e.DecisionSeq != 0 || e.Status != "" || e.OutputSHA256 != nil || e.DurationMS != nil
+	handoff := handoffOnly || shared || outcome // anything a kind other than these two may not have
 	snapshot := e.What != "" || e.ContentSHA256 != nil || e.Size != nil || e.Lifts != nil
 	switch e.Kind {
 	case KindHandoff:
-		if snapshot || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
+		if outcome || snapshot || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
 			return bad("handoff entry has fields of another kind")
 		}
 		if !e.Format.Set || !e.HandoffID.Set || !e.Source.Set || !e.Target.Set || !e.WorkflowID.Set ||
@@ -335,6 +364,22 @@ func (e *Entry) Validate() error {
 		}
 		if want := reason.Decide(*e.Reasons); want != e.Decision {
 			return bad("decision %q contradicts its reasons (%s)", e.Decision, want)
+		}
+	case KindOutcome:
+		if handoffOnly || snapshot || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {
+			return bad("outcome entry has fields of another kind")
+		}
+		if e.DecisionSeq == 0 || e.Status == "" || e.Agent == "" || !e.WorkflowID.Set {
+			return bad("outcome entry needs decision_seq, status, agent and workflow_id")
+		}
+		if e.DecisionSeq >= e.Seq {
+			return bad("outcome of decision seq %d, not an earlier entry", e.DecisionSeq)
+		}
+		if !ValidStatus(e.Status) {
+			return bad("status %q: want succeeded, failed or cancelled", e.Status)
+		}
+		if e.DurationMS != nil && *e.DurationMS < 0 {
+			return bad("negative duration_ms")
 		}
 	case KindSnapshot:
 		if handoff || e.Agent != "" || e.RedactedSeq != 0 || e.OldKey != "" || e.NewKey != "" || e.Note != "" {

@@ -52,6 +52,11 @@ func kindsChain(t *testing.T) []*entry.Entry {
 			PayloadSHA256: h(6), PayloadSize: n(0), ManifestSHA256: h(1), LockSHA256: h(2)},
 		{V: 1, Seq: 7, Time: at("2026-11-21T10:00:04Z"), Kind: entry.KindRedaction, RedactedSeq: 3, Note: "personal data (GDPR art. 17)"},
 		{V: 1, Seq: 8, Time: at("2026-11-21T10:00:05Z"), Kind: entry.KindKeyRotation, OldKey: "ledger+1a2b3c4d+AQID", NewKey: "ledger+5e6f7a8b+AQIE", Note: "yearly rotation"},
+		{V: 1, Seq: 9, Time: at("2026-11-21T10:00:06.25Z"), Kind: entry.KindOutcome, DecisionSeq: 6, Status: entry.StatusSucceeded,
+			Agent: "domain-02-analysis", WorkflowID: entry.Str("03-01"), OutputSHA256: h(9), DurationMS: n(1234),
+			Submitter: "ci-analysis", IdempotencyKey: "run-7/step-3/outcome", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{V: 1, Seq: 10, Time: at("2026-11-21T10:00:07Z"), Kind: entry.KindOutcome, DecisionSeq: 6, Status: entry.StatusFailed,
+			Agent: "domain-02-analysis", WorkflowID: entry.Null()},
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/handoff"
@@ -54,6 +56,13 @@ type Config struct {
 	// TraceParent, when set, is a W3C traceparent recorded in the handoff
 	// entry Record writes.
 	TraceParent string
+	// WorkflowID, when set, is the workflow the submission names outside
+	// the document (the CLI's --workflow, the server's Govledger-Workflow
+	// header or traceparent trace-id). The entry's workflow_id is the
+	// document's own when it has one, else this. A document whose own
+	// workflow id differs makes Record fail with a *WorkflowMismatchError,
+	// nothing written; the document is never changed.
+	WorkflowID string
 	// InForceOnly makes Record refuse (ledger.ErrPolicyChanged, nothing
 	// written) when Registry and LockBytes are not the snapshots in force,
 	// instead of bringing them into force: set it for a submitter who is
@@ -77,6 +86,53 @@ type KeyUsedError struct {
 
 func (e *KeyUsedError) Error() string {
 	return fmt.Sprintf("idempotency key %q was used by entry %d", e.Key, e.Seq)
+}
+
+// ErrWorkflowMismatch is wrapped by a *WorkflowMismatchError.
+var ErrWorkflowMismatch = errors.New("the request's workflow id contradicts the document's")
+
+// WorkflowMismatchError is returned by Record when Config.WorkflowID is
+// not the workflow id the document itself carries: nothing was written.
+type WorkflowMismatchError struct {
+	Document, Request string
+}
+
+func (e *WorkflowMismatchError) Error() string {
+	return fmt.Sprintf("%v: the document says %q, the request %q", ErrWorkflowMismatch, e.Document, e.Request)
+}
+
+// Unwrap returns ErrWorkflowMismatch.
+func (e *WorkflowMismatchError) Unwrap() error { return ErrWorkflowMismatch }
+
+// CheckWorkflowID reports whether id may be a workflow id given outside a
+// document: 1 to 256 bytes of UTF-8 without control characters.
+func CheckWorkflowID(id string) error {
+	if id == "" || len(id) > 256 {
+		return fmt.Errorf("workflow id of %d bytes: want 1 to 256", len(id))
+	}
+	if !utf8.ValidString(id) {
+		return errors.New("workflow id is not valid UTF-8")
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) {
+			return errors.New("workflow id contains a control character")
+		}
+	}
+	return nil
+}
+
+// workflow sets e's workflow_id from c.WorkflowID when the document gave
+// none (Fill left it null), and refuses one that contradicts the
+// document's.
+func (c *Config) workflow(e *entry.Entry) error {
+	switch {
+	case c.WorkflowID == "":
+	case !e.WorkflowID.Valid:
+		e.WorkflowID = entry.Str(c.WorkflowID)
+	case e.WorkflowID.S != c.WorkflowID:
+		return &WorkflowMismatchError{Document: e.WorkflowID.S, Request: c.WorkflowID}
+	}
+	return nil
 }
 
 // Outcome is the result for one document.
@@ -256,6 +312,13 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 	filled := &entry.Entry{}
 	fillErr := pre.Fill(filled, pin)
 	filled.Submitter, filled.IdempotencyKey, filled.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
+	if fillErr == nil {
+		// Refused before the commit: the document's workflow id does not
+		// depend on the ledger state.
+		if err := c.workflow(filled); err != nil {
+			return nil, err
+		}
+	}
 
 	out := &Outcome{Name: name, Size: p.Size, SHA256: p.SHA256}
 	req := &ledger.Request{
@@ -286,6 +349,9 @@ func Record(ctx context.Context, l *ledger.Ledger, c *Config, name string, p *Pa
 				return err
 			}
 			e.Submitter, e.IdempotencyKey, e.TraceParent = c.Submitter, c.IdempotencyKey, c.TraceParent
+			if err := c.workflow(e); err != nil {
+				return err
+			}
 			out.Decision = d
 			return nil
 		},

@@ -618,6 +618,11 @@ func (bd *builder) apply(req *Request) (*Result, error) {
 		if e.Kind == entry.KindSnapshot {
 			return nil, fmt.Errorf("%w: snapshot entries come from Request.Snapshots, not Build", entry.ErrMalformed)
 		}
+		if e.Kind == entry.KindOutcome && !bd.dry { // before encode: a later decision_seq is a missing decision
+			if err := bd.outcomeFollows(e); err != nil {
+				return nil, err
+			}
+		}
 		it, err := bd.encode(e)
 		if err != nil {
 			return nil, err
@@ -772,6 +777,59 @@ func (bd *builder) entry(seq uint64) (*entry.Entry, error) {
 		return nil, &fatalError{&RecordError{Seq: seq, Op: "decode", Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}}
 	}
 	return e, nil
+}
+
+// outcomeFollows checks that the outcome e follows an accepted handoff
+// (of this batch or stored) whose target and workflow it names, and that
+// no outcome of that handoff is stored or in the batch already: an
+// *OutcomeError otherwise. The outcomes of one decision are found among
+// the entries of its target after it (View.Find by agent), so the cost
+// grows with the entries naming that agent since the decision.
+func (bd *builder) outcomeFollows(e *entry.Entry) error {
+	refuse := func(why, detail string, existing uint64) error {
+		return &OutcomeError{DecisionSeq: e.DecisionSeq, Why: why, Detail: detail, Existing: existing}
+	}
+	d, err := bd.entry(e.DecisionSeq)
+	switch {
+	case errors.Is(err, ErrNotFound) || e.DecisionSeq >= e.Seq:
+		return refuse(OutcomeNoDecision, "", 0)
+	case err != nil:
+		return err
+	case d.Kind != entry.KindHandoff:
+		return refuse(OutcomeNotHandoff, d.Kind, 0)
+	case d.Decision != "accepted":
+		return refuse(OutcomeRejected, "", 0)
+	case !d.Target.Valid || d.Target.S != e.Agent:
+		return refuse(OutcomeMismatch, fmt.Sprintf("agent %q is not the handoff's target %q", e.Agent, d.Target.S), 0)
+	case d.WorkflowID != e.WorkflowID:
+		return refuse(OutcomeMismatch, "workflow_id is not the handoff's", 0)
+	}
+	var first uint64
+	for seq, it := range bd.items {
+		if it.Kind == entry.KindOutcome && it.DecisionSeq == e.DecisionSeq && (first == 0 || seq < first) {
+			first = seq
+		}
+	}
+	if first == 0 {
+		seqs, err := bd.v.Find(context.Background(), Query{Agent: e.Agent, After: e.DecisionSeq})
+		if err != nil {
+			return &fatalError{err}
+		}
+		for _, seq := range seqs {
+			o, err := bd.entry(seq)
+			if err != nil {
+				return err
+			}
+			if o.Kind == entry.KindOutcome && o.DecisionSeq == e.DecisionSeq {
+				first = seq
+				break
+			}
+		}
+	}
+	if first != 0 {
+		return refuse(OutcomeDuplicate, "", first)
+	}
+	return nil
 }
 
 // redactable checks that seq is a handoff entry and, with stored, that its

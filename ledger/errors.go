@@ -45,7 +45,51 @@ var (
 	// ErrNotRedactable is returned by Redact for an entry that has no
 	// payload bytes to remove (not a handoff, or its payload was not stored).
 	ErrNotRedactable = errors.New("entry has no payload to redact")
+	// ErrOutcomeRefused is wrapped (by an *OutcomeError) by Append for an
+	// outcome entry that does not follow an accepted handoff with no
+	// outcome yet: nothing of the request is stored.
+	ErrOutcomeRefused = errors.New("outcome refused")
 )
+
+// Why an outcome was refused (OutcomeError.Why).
+const (
+	OutcomeNoDecision = "no_decision" // decision_seq names no stored entry
+	OutcomeNotHandoff = "not_handoff" // decision_seq names an entry of another kind
+	OutcomeRejected   = "rejected"    // the handoff was rejected: its target never ran
+	OutcomeDuplicate  = "duplicate"   // the handoff has an outcome already (Existing)
+	OutcomeMismatch   = "mismatch"    // agent or workflow_id are not the handoff's target and workflow
+)
+
+// OutcomeError is returned by Append for an outcome entry that may not be
+// appended (see ErrOutcomeRefused). The check runs inside the commit, on
+// the state the entry is appended to, so of two concurrent outcomes of one
+// decision exactly one is stored.
+type OutcomeError struct {
+	DecisionSeq uint64
+	Why         string // OutcomeNoDecision, OutcomeNotHandoff, ...
+	Existing    uint64 // OutcomeDuplicate: the outcome already recorded
+	Detail      string // what differs (OutcomeMismatch), or the kind (OutcomeNotHandoff)
+}
+
+func (e *OutcomeError) Error() string {
+	var msg string
+	switch e.Why {
+	case OutcomeNoDecision:
+		msg = "no such entry"
+	case OutcomeNotHandoff:
+		msg = "it is a " + e.Detail + " entry, not a handoff"
+	case OutcomeRejected:
+		msg = "the handoff was rejected: its target never ran"
+	case OutcomeDuplicate:
+		msg = fmt.Sprintf("it has an outcome already (seq %d)", e.Existing)
+	default:
+		msg = e.Detail
+	}
+	return fmt.Sprintf("%v: decision seq %d: %s", ErrOutcomeRefused, e.DecisionSeq, msg)
+}
+
+// Unwrap returns ErrOutcomeRefused.
+func (e *OutcomeError) Unwrap() error { return ErrOutcomeRefused }
 
 // Errors returned by readers (Get, Blob, Find, Scan, proofs, Check).
 var (

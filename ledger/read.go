@@ -176,7 +176,7 @@ func (l *Ledger) scan(ctx context.Context, from uint64, blobs bool, fn func(seq 
 // Query selects entries for Find. Zero fields do not filter.
 type Query struct {
 	HandoffID  string
-	Agent      string // source or target of a handoff, or agent of an unblock
+	Agent      string // source or target of a handoff, or agent of an unblock or an outcome
 	WorkflowID string
 	Decision   string    // "accepted" or "rejected"
 	Since      time.Time // entry time >= Since
@@ -213,7 +213,7 @@ func (q *Query) Match(e *entry.Entry) bool {
 		return false
 	}
 	if q.Agent != "" {
-		in := e.Kind == entry.KindUnblock && e.Agent == q.Agent ||
+		in := (e.Kind == entry.KindUnblock || e.Kind == entry.KindOutcome) && e.Agent == q.Agent ||
 			e.Source.Valid && e.Source.S == q.Agent || e.Target.Valid && e.Target.S == q.Agent
 		if !in {
 			return false

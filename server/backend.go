@@ -32,6 +32,15 @@ type Backend interface {
 	// Validate decides as Submit would, against the ledger's current state,
 	// and writes nothing (Seq 0, EntryHash "").
 	Validate(ctx context.Context, r SubmitRequest) (*SubmitResult, error)
+	// Outcome appends an outcome entry linked to the accepted handoff
+	// r.DecisionSeq (its agent and workflow id are the handoff's). It
+	// fails with ErrUnprocessable, nothing written, when the decision is
+	// missing, not a handoff, rejected, or has an outcome already; with
+	// ErrForbiddenSource when r.Agents does not allow the handoff's
+	// target. A request whose IdempotencyKey was used before for the same
+	// outcome returns the first result with Replayed set; for anything
+	// else ErrIdempotencyConflict.
+	Outcome(ctx context.Context, r OutcomeRequest) (*OutcomeResult, error)
 
 	// Entries returns one page of entries matching q, newest first.
 	Entries(ctx context.Context, q Query) (*Page, error)
@@ -95,6 +104,42 @@ type SubmitRequest struct {
 	IdempotencyKey string
 	// TraceParent is a W3C traceparent header, stored with the entry ("" for none).
 	TraceParent string
+	// WorkflowID is the workflow the request names outside the document
+	// (the Govledger-Workflow header, a batch line's "workflow", else the
+	// traceparent's trace-id; "" for none). The entry's workflow_id is the
+	// document's own when it has one, else this; a document whose own
+	// differs fails with ErrUnprocessable, nothing written.
+	WorkflowID string
+}
+
+// OutcomeRequest is the body of POST /v1/outcomes with the request's
+// principal and headers: how the target of an accepted handoff finished.
+type OutcomeRequest struct {
+	DecisionSeq  uint64 `json:"decision_seq"`
+	Status       string `json:"status"`                 // succeeded, failed or cancelled
+	OutputSHA256 string `json:"output_sha256,omitzero"` // 64 lowercase hex digits, or ""
+	DurationMS   *int64 `json:"duration_ms,omitzero"`   // >= 0, or nil
+	// Submitter is the authenticated principal's name, stored in the entry.
+	Submitter string `json:"-"`
+	// Agents, when not nil, are the only agents the submitter may record
+	// outcomes for: the handoff's target must be among them.
+	Agents         []string `json:"-"`
+	IdempotencyKey string   `json:"-"`
+	TraceParent    string   `json:"-"`
+}
+
+// OutcomeResult is the answer to POST /v1/outcomes (201, or 200 for a
+// replay).
+type OutcomeResult struct {
+	Seq         uint64  `json:"seq"`
+	Kind        string  `json:"kind"` // "outcome"
+	DecisionSeq uint64  `json:"decision_seq"`
+	WorkflowID  *string `json:"workflow_id"` // the handoff's, null when it has none
+	Agent       string  `json:"agent"`       // the handoff's target
+	Status      string  `json:"status"`
+	// Replayed is set when this is the first answer to the same
+	// Idempotency-Key: nothing was appended now (answered 200).
+	Replayed bool `json:"-"`
 }
 
 // SubmitResult is the answer to a submission: the JSON body of a 201, and

@@ -246,6 +246,37 @@ func (f *fakeBackend) SubmitBatch(ctx context.Context, rs []server.SubmitRequest
 	return items, nil
 }
 
+// Outcome links an outcome to an accepted handoff of the fake, once.
+func (f *fakeBackend) Outcome(ctx context.Context, r server.OutcomeRequest) (*server.OutcomeResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.DecisionSeq > uint64(len(f.entries)) {
+		return nil, fmt.Errorf("%w: decision seq %d: no such entry", server.ErrUnprocessable, r.DecisionSeq)
+	}
+	d := f.entries[r.DecisionSeq-1]
+	if d.kind != "handoff" || d.decision != "accepted" {
+		return nil, fmt.Errorf("%w: decision seq %d is not an accepted handoff", server.ErrUnprocessable, r.DecisionSeq)
+	}
+	if r.Agents != nil && !slices.Contains(r.Agents, d.target) {
+		return nil, fmt.Errorf("%w: agent %q", server.ErrForbiddenSource, d.target)
+	}
+	for _, e := range f.entries {
+		if e.kind == "outcome" && e.source == fmt.Sprint(r.DecisionSeq) {
+			return nil, fmt.Errorf("%w: decision seq %d has an outcome already", server.ErrUnprocessable, r.DecisionSeq)
+		}
+	}
+	fields := map[string]any{"kind": "outcome", "decision_seq": r.DecisionSeq, "status": r.Status, "agent": d.target,
+		"workflow_id": nullable(d.workflow), "submitter": r.Submitter}
+	v := f.appendLocked(fields, nil, fakeEntry{kind: "outcome", source: fmt.Sprint(r.DecisionSeq), target: d.target, workflow: d.workflow})
+	f.metrics.ObserveOutcome(r.Status)
+	res := &server.OutcomeResult{Seq: v.Seq, Kind: "outcome", DecisionSeq: r.DecisionSeq, Agent: d.target, Status: r.Status}
+	if d.workflow != "" {
+		w := d.workflow
+		res.WorkflowID = &w
+	}
+	return res, nil
+}
+
 func (f *fakeBackend) Validate(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

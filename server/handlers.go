@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/govledger/govledger/entry"
@@ -48,6 +49,7 @@ func (s *Server) routeTable() []*route {
 		{method: "POST", path: "/v1/handoffs", scopes: w, write: true, body: true, h: s.postHandoff},
 		{method: "POST", path: "/v1/handoffs:batch", scopes: w, write: true, body: true, h: s.postBatch},
 		{method: "POST", path: "/v1/validate", scopes: w, body: true, h: s.postValidate},
+		{method: "POST", path: "/v1/outcomes", scopes: w, write: true, body: true, h: s.postOutcome},
 		{method: "GET", path: "/v1/entries", scopes: rd, h: s.getEntries},
 		{method: "GET", path: "/v1/entries/{seq}", scopes: rd, h: s.getEntry},
 		{method: "GET", path: "/v1/entries/{seq}/payload", scopes: pr, h: s.getPayload},
@@ -184,6 +186,45 @@ func traceParent(r *http.Request) (string, error) {
 	return tp, nil
 }
 
+// workflowHeader returns the request's Govledger-Workflow header ("" when
+// absent), refusing a malformed one.
+func workflowHeader(r *http.Request) (string, error) {
+	id, err := singleHeader(r, "Govledger-Workflow")
+	if err != nil || id == "" {
+		return "", err
+	}
+	if err := checkWorkflowID(id); err != nil {
+		return "", badRequest("Govledger-Workflow: %v", err)
+	}
+	return id, nil
+}
+
+// checkWorkflowID accepts 1 to 256 bytes of UTF-8 without control
+// characters (govern.CheckWorkflowID's rule).
+func checkWorkflowID(id string) error {
+	if id == "" || len(id) > maxWorkflowID {
+		return fmt.Errorf("workflow id of %d bytes: want 1 to %d", len(id), maxWorkflowID)
+	}
+	if !utf8.ValidString(id) {
+		return errors.New("workflow id is not valid UTF-8")
+	}
+	for _, c := range id {
+		if unicode.IsControl(c) {
+			return errors.New("workflow id contains a control character")
+		}
+	}
+	return nil
+}
+
+// requestWorkflow is the workflow a request names outside its document:
+// the header's (or a batch line's), else the traceparent's trace-id.
+func requestWorkflow(workflow, traceParent string) string {
+	if workflow == "" && len(traceParent) >= 35 {
+		return traceParent[3:35]
+	}
+	return workflow
+}
+
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."
@@ -231,6 +272,10 @@ func (s *Server) submitRequest(w http.ResponseWriter, r *http.Request, p *Princi
 	if req.TraceParent, err = traceParent(r); err != nil {
 		return req, err
 	}
+	if req.WorkflowID, err = workflowHeader(r); err != nil {
+		return req, err
+	}
+	req.WorkflowID = requestWorkflow(req.WorkflowID, req.TraceParent)
 	if req.From != "" && !p.MaySubmitFor(req.From) {
 		return req, fmt.Errorf("%w: %q may not submit for %q", ErrForbiddenSource, p.Name, req.From)
 	}
@@ -310,6 +355,64 @@ func (s *Server) postValidate(w http.ResponseWriter, r *http.Request, p *Princip
 	return writeJSON(w, http.StatusOK, normalize(res))
 }
 
+// maxOutcomeBody bounds the body of POST /v1/outcomes.
+const maxOutcomeBody = 4 << 10
+
+func (s *Server) postOutcome(w http.ResponseWriter, r *http.Request, p *Principal) error {
+	if _, err := query(r); err != nil {
+		return err
+	}
+	if mediaType(r) != "application/json" {
+		return unsupportedMedia("Content-Type %q: want application/json with {\"decision_seq\": N, \"status\": \"succeeded\"}", r.Header.Get("Content-Type"))
+	}
+	var req OutcomeRequest
+	var err error
+	if req.IdempotencyKey, err = singleHeader(r, "Idempotency-Key"); err != nil {
+		return err
+	}
+	if req.IdempotencyKey != "" {
+		if err := checkIdempotencyKey(req.IdempotencyKey); err != nil {
+			return err
+		}
+	}
+	if req.TraceParent, err = traceParent(r); err != nil {
+		return err
+	}
+	data, err := readBody(w, r, maxOutcomeBody)
+	if err != nil {
+		return err
+	}
+	if err := strictjson.Unmarshal("body", data, &req); err != nil {
+		return badRequest("%v", err)
+	}
+	switch {
+	case req.DecisionSeq == 0:
+		return unprocessable("decision_seq: want the seq of the handoff entry the outcome follows (1 or more)")
+	case !entry.ValidStatus(req.Status):
+		return unprocessable("status %q: want succeeded, failed or cancelled", truncate(req.Status, 40))
+	case req.DurationMS != nil && *req.DurationMS < 0:
+		return unprocessable("duration_ms %d: want 0 or more", *req.DurationMS)
+	case req.OutputSHA256 != "":
+		if _, err := entry.ParseHash(req.OutputSHA256); err != nil {
+			return unprocessable("output_sha256: %v", err)
+		}
+	}
+	req.Submitter, req.Agents = p.Name, p.Agents
+	res, err := s.cfg.Backend.Outcome(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return errors.New("backend returned no result")
+	}
+	w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", res.Seq))
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	return writeJSON(w, status, res)
+}
+
 // Batch answer lines (application/x-ndjson), one per input document, in
 // input order.
 type batchResultLine struct {
@@ -342,6 +445,10 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 		return badRequest("Idempotency-Key header on a batch: give each line its own \"idempotency_key\" in an envelope")
 	}
 	tp, err := traceParent(r)
+	if err != nil {
+		return err
+	}
+	wf, err := workflowHeader(r)
 	if err != nil {
 		return err
 	}
@@ -378,10 +485,16 @@ func (s *Server) postBatch(w http.ResponseWriter, r *http.Request, p *Principal)
 			continue
 		}
 		sl.req = SubmitRequest{Body: it.Doc, Format: cmpOr(it.Format, def.Format), From: cmpOr(it.From, def.From),
-			To: cmpOr(it.To, def.To), Submitter: p.Name, Sources: p.Agents, IdempotencyKey: it.IdempotencyKey, TraceParent: tp}
+			To: cmpOr(it.To, def.To), Submitter: p.Name, Sources: p.Agents, IdempotencyKey: it.IdempotencyKey, TraceParent: tp,
+			WorkflowID: requestWorkflow(cmpOr(it.Workflow, wf), tp)}
 		err = errors.Join(checkFormat(sl.req.Format), checkAgent("from", sl.req.From), checkAgent("to", sl.req.To))
 		if err == nil && sl.req.IdempotencyKey != "" {
 			err = checkIdempotencyKey(sl.req.IdempotencyKey)
+		}
+		if err == nil && it.Workflow != "" {
+			if werr := checkWorkflowID(it.Workflow); werr != nil {
+				err = fmt.Errorf("workflow: %w", werr)
+			}
 		}
 		switch {
 		case err != nil:
@@ -495,7 +608,7 @@ func parseTime(name, v string) (time.Time, error) {
 }
 
 // entryKinds are the entry kinds ?kind= may name.
-var entryKinds = []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation}
+var entryKinds = []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation, entry.KindOutcome}
 
 func (s *Server) getEntries(w http.ResponseWriter, r *http.Request, _ *Principal) error {
 	q, err := query(r, "agent", "decision", "code", "format", "workflow", "handoff_id", "kind", "since", "until", "before", "limit")

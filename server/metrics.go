@@ -15,6 +15,7 @@ type Metrics struct {
 	gatherer prometheus.Gatherer
 
 	appends     *prometheus.CounterVec   // decision
+	outcomes    *prometheus.CounterVec   // status
 	reasons     *prometheus.CounterVec   // code
 	commitBatch prometheus.Histogram     // entries per commit
 	fsync       prometheus.Histogram     // seconds
@@ -71,6 +72,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m.appends = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_appends_total",
 		Help: "Handoff entries appended, by decision."}, []string{"decision"})
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_outcomes_total",
+		Help: "Outcome entries appended, by status."}, []string{"status"})
 	m.reasons = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "govledger_append_reasons_total",
 		Help: "Reasons of appended handoff entries, by reason code."}, []string{"code"})
 	m.commitBatch = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "govledger_commit_batch_entries",
@@ -98,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Help: "Open event streams and exports."})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "govledger_http_in_flight",
 		Help: "Requests being handled (streams excluded)."})
-	for _, c := range []prometheus.Collector{m.appends, m.reasons, m.commitBatch, m.fsync, m.requests, m.duration,
+	for _, c := range []prometheus.Collector{m.appends, m.outcomes, m.reasons, m.commitBatch, m.fsync, m.requests, m.duration,
 		m.authFail, m.rateLimited, m.overloaded, m.storageErrs, m.limitHits, m.panics, m.streams, m.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -148,6 +151,14 @@ func (m *Metrics) ObserveAppend(decision string, codes []string) {
 	for _, c := range codes {
 		m.reasons.WithLabelValues(c).Inc()
 	}
+}
+
+// ObserveOutcome counts one appended outcome entry with its status.
+func (m *Metrics) ObserveOutcome(status string) {
+	if m == nil {
+		return
+	}
+	m.outcomes.WithLabelValues(status).Inc()
 }
 
 // ObserveCommit records one storage commit of batch entries whose fsync

@@ -97,6 +97,7 @@ func samples() map[string]routeSample {
 		"POST /v1/handoffs":               {"/v1/handoffs", docAB, "", 201, w},
 		"POST /v1/handoffs:batch":         {"/v1/handoffs:batch", docAB + "\n", "application/x-ndjson", 200, w},
 		"POST /v1/validate":               {"/v1/validate", docAB, "", 200, w},
+		"POST /v1/outcomes":               {"/v1/outcomes", `{"decision_seq":999,"status":"succeeded"}`, "application/json", 422, w},
 		"GET /v1/entries":                 {"/v1/entries", "", "", 200, rd},
 		"GET /v1/entries/{seq}":           {"/v1/entries/1", "", "", 200, rd},
 		"GET /v1/entries/{seq}/payload":   {"/v1/entries/1/payload", "", "", 200, pr},

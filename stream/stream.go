@@ -7,7 +7,7 @@
 // every other line is one item:
 //
 //   - An envelope: a JSON object whose members are all among "document",
-//     "idempotency_key", "format", "from" and "to", each a string, with
+//     "idempotency_key", "format", "from", "to" and "workflow", each a string, with
 //     "document" present. The document is the envelope's "document" string
 //     (its UTF-8 bytes); the other members travel with it:
 //
@@ -85,7 +85,8 @@ type Item struct {
 	Format         string
 	From           string
 	To             string
-	Err            error // a *LineError; Doc is nil when set
+	Workflow       string // the workflow id the document is recorded under when it names none
+	Err            error  // a *LineError; Doc is nil when set
 }
 
 // Reader reads items from an NDJSON stream.
@@ -177,11 +178,12 @@ const (
 	memberFormat   = "format"
 	memberFrom     = "from"
 	memberTo       = "to"
+	memberWorkflow = "workflow"
 )
 
 func isMember(name string) bool {
 	switch name {
-	case memberDocument, memberKey, memberFormat, memberFrom, memberTo:
+	case memberDocument, memberKey, memberFormat, memberFrom, memberTo, memberWorkflow:
 		return true
 	}
 	return false
@@ -264,6 +266,8 @@ func Parse(lineNo int, line []byte) Item {
 			it.From = string(s)
 		case memberTo:
 			it.To = string(s)
+		case memberWorkflow:
+			it.Workflow = string(s)
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
@@ -291,7 +295,7 @@ func Parse(lineNo int, line []byte) Item {
 }
 
 // AppendEnvelope appends the envelope line (without "\n") that a Reader
-// reads back as it (Doc, IdempotencyKey, Format, From, To; empty members
+// reads back as it (Doc, IdempotencyKey, Format, From, To, Workflow; empty members
 // are left out). Doc must be valid UTF-8 and not empty.
 func AppendEnvelope(dst []byte, it Item) ([]byte, error) {
 	if len(it.Doc) == 0 {
@@ -315,6 +319,7 @@ func AppendEnvelope(dst []byte, it Item) ([]byte, error) {
 	add(memberFormat, it.Format, false)
 	add(memberFrom, it.From, false)
 	add(memberTo, it.To, false)
+	add(memberWorkflow, it.Workflow, false)
 	if err != nil {
 		return dst, fmt.Errorf("%w: %v", ErrEnvelope, err)
 	}

@@ -187,6 +187,7 @@ func TestAppendEnvelopeRoundTrip(t *testing.T) {
 		{Doc: []byte("plain")},
 		{Doc: []byte("{\"a\":\"<&>\u2028\"}\n\r\x00\x1f"), IdempotencyKey: "k", Format: "vbw/1", From: "a", To: "b"},
 		{Doc: []byte("é"), To: "b"},
+		{Doc: []byte("x"), Workflow: "run-7 ü"},
 	} {
 		line, err := stream.AppendEnvelope(nil, it)
 		if err != nil {
@@ -197,7 +198,7 @@ func TestAppendEnvelopeRoundTrip(t *testing.T) {
 		}
 		got := stream.Parse(1, line)
 		if got.Err != nil || !got.Envelope || !bytes.Equal(got.Doc, it.Doc) || got.IdempotencyKey != it.IdempotencyKey ||
-			got.Format != it.Format || got.From != it.From || got.To != it.To {
+			got.Format != it.Format || got.From != it.From || got.To != it.To || got.Workflow != it.Workflow {
 			t.Fatalf("Parse(AppendEnvelope(%+v)) = %+v", it, got)
 		}
 	}

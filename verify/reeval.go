@@ -191,6 +191,12 @@ func decideAgain(seq uint64, e *entry.Entry, payload []byte, reg *manifest.Regis
 		add(Finding{Seq: seq, Kind: KindDecision, Message: fmt.Sprintf("the decision cannot be recorded again: %v", err)})
 		return
 	}
+	// A workflow id the document does not carry came with the request
+	// (--workflow, Govledger-Workflow, a traceparent): the entry's is the
+	// record of it. One the document carries must be the entry's.
+	if !re.WorkflowID.Valid {
+		re.WorkflowID = e.WorkflowID
+	}
 	for _, c := range []struct {
 		name      string
 		want, got entry.NullString

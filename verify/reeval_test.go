@@ -115,6 +115,11 @@ func TestReevaluate(t *testing.T) {
 		{"handoff-id-@12", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 12, func(e *entry.Entry) { e.HandoffID = entry.Str("00000000-0000-4000-8000-000000000099") })
 		}, 12, "12:decision"},
+		// governed/1 carries no workflow id: one the request gave (the
+		// Govledger-Workflow header, --workflow) is the entry's to record.
+		{"workflow-given-by-the-request-@3", func(t *testing.T, s *fakeSource) {
+			rewrite(t, s, 3, func(e *entry.Entry) { e.WorkflowID = entry.Str("run-42") })
+		}, 0, ""},
 		{"time-moved-@3", func(t *testing.T, s *fakeSource) {
 			rewrite(t, s, 3, func(e *entry.Entry) { e.Time.Time = e.Time.Add(-48 * 3600e9) })
 		}, 3, "3:time_backwards 3:decision 3:reasons"},

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,6 +127,80 @@ type replayer struct {
 
 	missing   map[uint64]missingBlob // seq -> a blob that is not there
 	redaction map[uint64]bool        // seqs named by redaction entries
+	links     links                  // accepted handoffs and their outcomes
+}
+
+// links is what the outcomes of accepted handoffs must name, kept
+// compactly: for each accepted handoff, in seq order, one word packing its
+// seq (40 bits) and a 24-bit keyed digest of its target and workflow_id
+// (a handoff beyond 2^40 entries is kept in over); and the first outcome of
+// each handoff that has one. Memory grows 8 bytes an accepted handoff. The
+// digest key is random per replay, so an outcome naming another agent or
+// workflow passes unnoticed with probability 2^-24, never by choice.
+type links struct {
+	packed []uint64
+	over   map[uint64]uint64
+	first  map[uint64]uint64 // handoff seq -> seq of its first outcome
+}
+
+const linkDigestBits = 24
+
+// linkNames is the digest of the agent and workflow an outcome names.
+func (r *replayer) linkNames(agent string, workflow entry.NullString) uint64 {
+	b := make([]byte, 0, len(agent)+len(workflow.S)+2)
+	b = append(append(b, agent...), 0)
+	if workflow.Valid {
+		b = append(append(b, 1), workflow.S...)
+	}
+	return r.state.digest(b) & (1<<linkDigestBits - 1)
+}
+
+func (l *links) add(seq, names uint64) {
+	if seq > maxPackedSeq || len(l.packed) > 0 && l.packed[len(l.packed)-1]>>linkDigestBits >= seq {
+		if l.over == nil {
+			l.over = map[uint64]uint64{}
+		}
+		l.over[seq] = names
+		return
+	}
+	l.packed = append(l.packed, seq<<linkDigestBits|names)
+}
+
+// names returns the digest kept for the accepted handoff seq.
+func (l *links) names(seq uint64) (uint64, bool) {
+	if n, ok := l.over[seq]; ok {
+		return n, true
+	}
+	i, ok := slices.BinarySearchFunc(l.packed, seq, func(w, s uint64) int { return cmp.Compare(w>>linkDigestBits, s) })
+	if !ok {
+		return 0, false
+	}
+	return l.packed[i] & (1<<linkDigestBits - 1), true
+}
+
+// outcome judges the link of outcome e to the handoff it names: an earlier
+// accepted handoff whose target and workflow_id it names, with no outcome
+// before this one. (A decision_seq not before e's own seq is malformed.)
+func (r *replayer) outcome(e *entry.Entry) {
+	names, ok := r.links.names(e.DecisionSeq)
+	first := r.links.first[e.DecisionSeq]
+	switch {
+	case !ok:
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "an accepted handoff", Got: "a rejected handoff or another kind of entry",
+			Message: fmt.Sprintf("the outcome's decision_seq %d is not an accepted handoff: only a target that ran has an outcome", e.DecisionSeq)})
+	case first != 0:
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "one outcome", Got: fmt.Sprintf("also seq %d", first),
+			Message: fmt.Sprintf("decision seq %d has an outcome already (seq %d)", e.DecisionSeq, first)})
+	case names != r.linkNames(e.Agent, e.WorkflowID):
+		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "the handoff's target and workflow_id", Got: fmt.Sprintf("agent %q, workflow_id %s", e.Agent, nullText(e.WorkflowID)),
+			Message: fmt.Sprintf("the outcome names another agent or workflow than decision seq %d", e.DecisionSeq)})
+	}
+	if ok && first == 0 {
+		if r.links.first == nil {
+			r.links.first = map[uint64]uint64{}
+		}
+		r.links.first[e.DecisionSeq] = e.Seq
+	}
 }
 
 // missingBlob is a blob an entry names that the source does not have.
@@ -352,6 +427,12 @@ func (r *replayer) judge(j *job) {
 	j.raise(stageAny)
 	r.apply(seq, e, h, st)
 	switch e.Kind {
+	case entry.KindHandoff:
+		if e.Decision == reason.Accepted && e.Target.Valid {
+			r.links.add(seq, r.linkNames(e.Target.S, e.WorkflowID))
+		}
+	case entry.KindOutcome:
+		r.outcome(e)
 	case entry.KindRedaction:
 		if r.redaction == nil {
 			r.redaction = map[uint64]bool{}

@@ -34,6 +34,7 @@ const (
 	KindCorrupt    = "corrupt"     // the file could not be read (a recovered panic, a damaged page)
 	KindExportLine = "export_line" // an export line is not valid
 	KindUnredacted = "unredacted"  // a payload a redaction erased is readable again
+	KindOutcome    = "outcome"     // an outcome does not follow an accepted handoff of its agent and workflow, or is its second
 	// KindEntryTooLarge (warning): the entry's bytes are longer than the
 	// 65,535 a tlog-tiles entry bundle carries (tiles.MaxEntrySize): the
 	// tile API answers 422 for its bundle, and publish --entries stops

@@ -452,6 +452,8 @@ func TestCompletionCandidates(t *testing.T) {
 		{[]string{"log", "--decision", ""}, []string{"accepted", "rejected"}},
 		{[]string{"log", "--kind", "s"}, []string{"snapshot"}},
 		{[]string{"serve", "--witness-mode", ""}, []string{"fail-open", "fail-closed"}},
+		{[]string{"log", "--kind", "o"}, []string{"outcome"}},
+		{[]string{"record", "--wo"}, []string{"--workflow"}},
 		{[]string{"record", "--strict", ""}, nil},    // files
 		{[]string{"show", "12"}, nil},                // an argument
 		{[]string{"--db", "x.db", "stats", ""}, nil}, // no subcommands

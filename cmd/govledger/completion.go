@@ -124,7 +124,7 @@ var flagValues = map[string]func(path string) []string{
 	"decision":     func(string) []string { return []string{reason.Accepted, reason.Rejected} },
 	"witness-mode": func(string) []string { return []string{witnessFailOpen, witnessFailClosed} },
 	"kind": func(string) []string {
-		return []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation}
+		return []string{entry.KindHandoff, entry.KindSnapshot, entry.KindUnblock, entry.KindRedaction, entry.KindKeyRotation, entry.KindOutcome}
 	},
 }
 

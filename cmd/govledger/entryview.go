@@ -30,6 +30,20 @@ type entryView struct {
 	Agent      string   `json:"agent,omitzero"`
 	Redacted   uint64   `json:"redacted_seq,omitzero"`
 	Note       string   `json:"note,omitzero"`
+	// An outcome's fields; on a handoff in trace, its outcome.
+	DecisionSeq  uint64       `json:"decision_seq,omitzero"`
+	Status       string       `json:"status,omitzero"`
+	OutputSHA256 string       `json:"output_sha256,omitzero"`
+	DurationMS   *int64       `json:"duration_ms,omitzero"`
+	Outcome      *outcomeView `json:"outcome,omitzero"`
+}
+
+// outcomeView is the outcome of a handoff, shown beside it by trace.
+type outcomeView struct {
+	Seq          uint64 `json:"seq"`
+	Status       string `json:"status"`
+	OutputSHA256 string `json:"output_sha256,omitzero"`
+	DurationMS   *int64 `json:"duration_ms,omitzero"`
 }
 
 func newEntryView(e *entry.Entry, raw []byte) entryView {
@@ -38,6 +52,10 @@ func newEntryView(e *entry.Entry, raw []byte) entryView {
 		Kind: e.Kind, Decision: e.Decision, Format: e.Format.String(), HandoffID: e.HandoffID.String(),
 		Source: e.Source.String(), Target: e.Target.String(), WorkflowID: e.WorkflowID.String(),
 		Blocks: e.Blocks, What: e.What, Agent: e.Agent, Redacted: e.RedactedSeq, Note: e.Note,
+		DecisionSeq: e.DecisionSeq, Status: e.Status, DurationMS: e.DurationMS,
+	}
+	if e.OutputSHA256 != nil {
+		v.OutputSHA256 = e.OutputSHA256.String()
 	}
 	if e.Reasons != nil {
 		for _, r := range *e.Reasons {
@@ -77,6 +95,14 @@ func renderEntryLine(w io.Writer, v entryView) {
 		if len(v.Blocks) > 0 {
 			fmt.Fprintf(w, "  blocks=%s", strings.Join(v.Blocks, ","))
 		}
+		if o := v.Outcome; o != nil {
+			fmt.Fprintf(w, "  => %s (seq %d%s)", o.Status, o.Seq, outcomeDetail(o.DurationMS, o.OutputSHA256))
+		}
+	case entry.KindOutcome:
+		fmt.Fprintf(w, "%-8s %-10s %s finished seq %d%s", v.Status, "outcome", v.Agent, v.DecisionSeq, outcomeDetail(v.DurationMS, v.OutputSHA256))
+		if v.WorkflowID != "" {
+			fmt.Fprintf(w, "  workflow=%s", v.WorkflowID)
+		}
 	case entry.KindSnapshot:
 		fmt.Fprintf(w, "snapshot %s in force", v.What)
 	case entry.KindUnblock:
@@ -87,6 +113,18 @@ func renderEntryLine(w io.Writer, v entryView) {
 		fmt.Fprintf(w, "%s  %s", v.Kind, v.Note)
 	}
 	fmt.Fprintln(w)
+}
+
+// outcomeDetail is ", 1234 ms, output 3f2a…" (each part when known).
+func outcomeDetail(durationMS *int64, output string) string {
+	var b strings.Builder
+	if durationMS != nil {
+		fmt.Fprintf(&b, ", %d ms", *durationMS)
+	}
+	if output != "" {
+		fmt.Fprintf(&b, ", output %s…", output[:min(12, len(output))])
+	}
+	return b.String()
 }
 
 func reasonsOf(e *entry.Entry) []reason.Reason {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,11 +27,14 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/handoff"
+	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/lockfile"
 	"github.com/govledger/govledger/manifest"
 	"github.com/govledger/govledger/reason"
+	"github.com/govledger/govledger/server"
 	"github.com/govledger/govledger/server/client"
 )
 
@@ -55,6 +59,9 @@ type hookInput struct {
 	// (and on SubagentStop): the agent making the call.
 	AgentID   string `json:"agent_id"`
 	AgentType string `json:"agent_type"`
+	// SubagentStop: the subagent's transcript and its last message.
+	AgentTranscriptPath  string `json:"agent_transcript_path"`
+	LastAssistantMessage string `json:"last_assistant_message"`
 }
 
 // agentToolInput is the Agent (Task) tool's input.
@@ -135,8 +142,16 @@ call is answered with the first decision.
 Fails closed: unreadable input, a registry or lock that cannot be loaded, a
 transcript without the tool call, an unreachable ledger or server, or no
 decision within --timeout each deny (exit 2, the reason on standard error).
-SubagentStop is answered with nothing (the subagent may stop); outcomes are
-not recorded yet. Other events and tools are not the hook's: no opinion.
+
+SubagentStop records the outcome of the subagent's handoff: status
+succeeded, the SHA-256 of its last message as output_sha256, and the time
+between the first and last lines of its transcript as duration_ms, linked to
+the accepted handoff the subagent ran under (the Agent call the main
+transcript ties to agent_id; else the oldest handoff of this session to
+agent_type without an outcome). It is answered with nothing, so the subagent
+stops; a failure to record is reported on standard error with exit 1, which
+Claude Code shows but does not act on (exit 2 would keep the subagent
+running). Other events and tools are not the hook's: no opinion.
 
 Examples:
   govledger --manifest .claude/agents --db .govledger/ledger.db hook claude-code
@@ -164,6 +179,11 @@ Examples:
 				case r = <-done:
 				case <-ctx.Done():
 					r.err = fmt.Errorf("no decision within --timeout %s: denied (the ledger may still record a decision; a retry of the call is answered with it)", c.Duration("timeout"))
+				}
+				var stop *stopError
+				if errors.As(r.err, &stop) {
+					// SubagentStop: exit 2 would keep the subagent running.
+					return &exitError{code: exitFound, err: fmt.Errorf("outcome not recorded: %w", stop.err)}
 				}
 				if r.err != nil {
 					return hookDeny(g, r.err)
@@ -212,7 +232,7 @@ func claudeCodeHook(c *cli.Context, g *globals) (*hookOutput, error) {
 	}
 	switch {
 	case in.HookEventName == "SubagentStop":
-		return nil, nil // outcomes are not recorded yet (docs/claude-code.md)
+		return nil, hookSubagentStop(c, g, &in)
 	case in.HookEventName != "PreToolUse":
 		return nil, nil
 	}
@@ -292,6 +312,9 @@ func hookAgent(c *cli.Context, g *globals, in *hookInput, key string) (*hookOutp
 	if err != nil {
 		return nil, err
 	}
+	// The session is the workflow: trace SESSION_ID lists its handoffs
+	// and their outcomes (governed/1 carries no workflow id of its own).
+	cfg.WorkflowID = in.SessionID
 	return hookDecide(c, g, cfg, doc, "", "", "", key, src, dst)
 }
 
@@ -514,7 +537,7 @@ func hookDecide(c *cli.Context, g *globals, cfg *govern.Config, doc []byte, form
 		return nil, err
 	}
 	if cl != nil {
-		res, err := cl.Submit(c.Context, doc, client.SubmitOptions{Format: format, From: from, To: to, IdempotencyKey: key})
+		res, err := cl.Submit(c.Context, doc, client.SubmitOptions{Format: format, From: from, To: to, IdempotencyKey: key, Workflow: cfg.WorkflowID})
 		if err != nil {
 			return nil, remoteErr(cl, err)
 		}
@@ -570,4 +593,266 @@ func hookDecide(c *cli.Context, g *globals, cfg *govern.Config, doc []byte, form
 	out.HookSpecificOutput.PermissionDecision = "deny"
 	out.HookSpecificOutput.PermissionDecisionReason = b.String()
 	return out, nil
+}
+
+// stopError is a failure to record a SubagentStop's outcome: reported,
+// never a denial (the subagent has finished; exit 2 would keep it running).
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+func (e *stopError) Unwrap() error { return e.err }
+
+// hookSubagentStop records the outcome of the handoff the stopping
+// subagent ran under.
+func hookSubagentStop(c *cli.Context, g *globals, in *hookInput) error {
+	if in.SessionID == "" || in.AgentType == "" {
+		return &stopError{errors.New("the SubagentStop input has no session_id or agent_type")}
+	}
+	// The Agent call the subagent ran for: its key names the decision.
+	toolUse := agentToolUse(in.TranscriptPath, in.AgentID)
+	req := server.OutcomeRequest{Status: entry.StatusSucceeded}
+	if in.LastAssistantMessage != "" {
+		sum := sha256.Sum256([]byte(in.LastAssistantMessage))
+		req.OutputSHA256 = hex.EncodeToString(sum[:])
+	}
+	if d, ok := transcriptSpan(in.AgentTranscriptPath); ok {
+		req.DurationMS = &d
+	}
+	key := "claude-code/" + in.SessionID + "/" + cmpOr(in.AgentID, in.AgentType) + "/stop"
+	if checkIdempotencyKey("key", key) != nil {
+		sum := sha256.Sum256([]byte(in.SessionID + "\x00" + in.AgentID + "\x00stop"))
+		key = "claude-code/" + hex.EncodeToString(sum[:16]) + "/stop"
+	}
+	cl, err := remoteClient(c, g)
+	if err != nil {
+		return &stopError{err}
+	}
+	var src decisionSource
+	if cl != nil {
+		src = remoteDecisions{c: c, cl: cl}
+	} else {
+		wait, err := recordWait(c, g)
+		if err != nil {
+			return &stopError{err}
+		}
+		if dl, ok := c.Context.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		l, err := openLedgerWait(g, wait, "")
+		if err != nil {
+			return &stopError{err}
+		}
+		defer l.Close()
+		src = localDecisions{l: l}
+		seq, err := findDecision(src, in, toolUse)
+		if err != nil {
+			return &stopError{err}
+		}
+		as, err := submitter(c, g)
+		if err != nil {
+			return &stopError{err}
+		}
+		r := govern.OutcomeRequest{DecisionSeq: seq, Status: req.Status, DurationMS: req.DurationMS, Submitter: as, IdempotencyKey: key}
+		if req.OutputSHA256 != "" {
+			h, _ := entry.ParseHash(req.OutputSHA256)
+			r.OutputSHA256 = &h
+		}
+		res, err := govern.RecordOutcome(c.Context, l, r)
+		if err != nil {
+			return &stopError{err}
+		}
+		fmt.Fprintf(g.stderr, "govledger: outcome of seq %d (handoff -> %s) recorded at seq %d\n", seq, in.AgentType, res.Entry.Seq)
+		return nil
+	}
+	seq, err := findDecision(src, in, toolUse)
+	if err != nil {
+		return &stopError{err}
+	}
+	req.DecisionSeq = seq
+	res, err := cl.Outcome(c.Context, req, client.OutcomeOptions{IdempotencyKey: key})
+	if err != nil {
+		return &stopError{remoteErr(cl, err)}
+	}
+	fmt.Fprintf(g.stderr, "govledger: outcome of seq %d (handoff -> %s) recorded at seq %d\n", seq, in.AgentType, res.Seq)
+	return nil
+}
+
+// agentToolUse returns the id of the Agent tool call that ran subagent
+// agentID, as the main session's transcript ties them (a line naming the
+// agent id with the call's id as parentToolUseID, toolUseID or
+// tool_use_id), or "" when the transcript does not say.
+func agentToolUse(path, agentID string) string {
+	if path == "" || agentID == "" {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	needle, _ := json.Marshal(agentID)
+	br := bufio.NewReaderSize(io.LimitReader(f, maxTranscript), 64<<10)
+	for {
+		line, rerr := br.ReadBytes('\n')
+		if bytes.Contains(line, needle) {
+			var v any
+			if json.Unmarshal(bytes.TrimSpace(line), &v) == nil {
+				if id := toolUseIDIn(v, 0); id != "" {
+					return id
+				}
+			}
+		}
+		if rerr != nil {
+			return ""
+		}
+	}
+}
+
+// toolUseIDIn finds a tool call id ("toolu_…") under a key that names one.
+func toolUseIDIn(v any, depth int) string {
+	if depth > 8 {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range []string{"parentToolUseID", "toolUseID", "tool_use_id"} {
+			if s, ok := x[k].(string); ok && strings.HasPrefix(s, "toolu_") {
+				return s
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if id := toolUseIDIn(x[k], depth+1); id != "" {
+				return id
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if id := toolUseIDIn(e, depth+1); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// transcriptSpan is the time between the first and the last timestamp of
+// a transcript, in milliseconds: how long the subagent ran.
+func transcriptSpan(path string) (int64, bool) {
+	if path == "" {
+		return 0, false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var first, last time.Time
+	br := bufio.NewReaderSize(io.LimitReader(f, maxTranscript), 64<<10)
+	for {
+		line, rerr := br.ReadBytes('\n')
+		var rec struct {
+			Timestamp string `json:"timestamp"`
+		}
+		if json.Unmarshal(bytes.TrimSpace(line), &rec, json.RejectUnknownMembers(false)) == nil {
+			if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil {
+				if first.IsZero() {
+					first = t
+				}
+				last = t
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	if first.IsZero() || last.Before(first) {
+		return 0, false
+	}
+	return last.Sub(first).Milliseconds(), true
+}
+
+// decisionSource lists the entries naming an agent, newest first.
+type decisionSource interface {
+	agentEntries(agent string) ([]*entry.Entry, error)
+}
+
+type localDecisions struct{ l *ledger.Ledger }
+
+// maxStopScan bounds the entries of an agent a SubagentStop looks through.
+const maxStopScan = 1000
+
+func (s localDecisions) agentEntries(agent string) ([]*entry.Entry, error) {
+	seqs, err := s.l.Find(context.Background(), ledger.Query{Agent: agent, Limit: maxStopScan, Newest: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []*entry.Entry
+	for i := len(seqs) - 1; i >= 0; i-- {
+		e, _, err := s.l.Get(context.Background(), seqs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+type remoteDecisions struct {
+	c  *cli.Context
+	cl *client.Client
+}
+
+func (s remoteDecisions) agentEntries(agent string) ([]*entry.Entry, error) {
+	page, err := s.cl.Entries(s.c.Context, client.Query{Agent: agent, Limit: maxStopScan})
+	if err != nil {
+		return nil, remoteErr(s.cl, err)
+	}
+	var out []*entry.Entry
+	for _, sv := range page.Entries {
+		e, _, err := remoteEntry(sv)
+		if err != nil {
+			return nil, remoteErr(s.cl, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// findDecision finds the accepted handoff the stopping subagent ran
+// under: the one recorded for its Agent call (key
+// claude-code/SESSION/TOOL_USE_ID, prefixed by the principal's name on a
+// server) when the transcript names the call; else the oldest handoff of
+// this session to agent_type that has no outcome yet.
+func findDecision(src decisionSource, in *hookInput, toolUse string) (uint64, error) {
+	es, err := src.agentEntries(in.AgentType)
+	if err != nil {
+		return 0, err
+	}
+	finished := map[uint64]bool{}
+	for _, e := range es {
+		if e.Kind == entry.KindOutcome {
+			finished[e.DecisionSeq] = true
+		}
+	}
+	session := "claude-code/" + in.SessionID + "/"
+	var oldest uint64
+	for _, e := range es { // newest first
+		if e.Kind != entry.KindHandoff || e.Decision != reason.Accepted || e.Target.S != in.AgentType {
+			continue
+		}
+		k := e.IdempotencyKey
+		if i := strings.Index(k, session); i < 0 || i > 0 && k[i-1] != '/' {
+			continue
+		}
+		if toolUse != "" && strings.HasSuffix(k, session+toolUse) {
+			return e.Seq, nil
+		}
+		if !finished[e.Seq] {
+			oldest = e.Seq
+		}
+	}
+	if oldest == 0 {
+		return 0, fmt.Errorf("no accepted handoff to %s in session %s without an outcome (among its last %d entries)", in.AgentType, in.SessionID, maxStopScan)
+	}
+	return oldest, nil
 }

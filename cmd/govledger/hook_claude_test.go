@@ -184,6 +184,8 @@ func TestHookRealClaudeCode(t *testing.T) {
 			hook := fmt.Sprintf("%q --manifest %q --lock %q --db %q hook claude-code --timeout 20s", p.bin, p.agents, p.lock, p.db)
 			settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{
 				"PreToolUse": []any{map[string]any{"matcher": "Agent|Task|SendMessage",
+					"hooks": []any{map[string]any{"type": "command", "command": hook, "timeout": 30}}}},
+				"SubagentStop": []any{map[string]any{
 					"hooks": []any{map[string]any{"type": "command", "command": hook, "timeout": 30}}}}}})
 			settingsFile := filepath.Join(p.dir, "hook-settings.json")
 			write(t, settingsFile, string(settings))
@@ -216,6 +218,22 @@ func TestHookRealClaudeCode(t *testing.T) {
 			}
 			if code != 0 || strings.Count(out, "\n") != 1 || !strings.Contains(out, want) {
 				t.Errorf("log: exit %d, want one entry %s:\n%s", code, want, out)
+			}
+			// SubagentStop recorded the outcome of the subagent that ran,
+			// linked to the decision it ran under.
+			out, code = p.run(nil, "--output", "json", "log", "--kind", "outcome")
+			wantOutcomes := map[bool]int{false: 1, true: 0}[tc.edit]
+			if code != 0 || strings.Count(out, "\n") != wantOutcomes || wantOutcomes == 1 && !strings.Contains(out, `"decision_seq":3`) {
+				t.Errorf("log --kind outcome: exit %d, want %d outcome of seq 3:\n%s", code, wantOutcomes, out)
+			}
+			if os.Getenv("GOVLEDGER_DUMP_TRANSCRIPT") != "" {
+				filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+					if err == nil && strings.HasSuffix(path, ".jsonl") {
+						b, _ := os.ReadFile(path)
+						t.Logf("%s:\n%s", path, b)
+					}
+					return nil
+				})
 			}
 		})
 	}

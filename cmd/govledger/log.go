@@ -51,7 +51,7 @@ Examples:
 			&cli.StringFlag{Name: "decision", Usage: "accepted or rejected"},
 			&cli.StringFlag{Name: "code", Usage: "reason code, e.g. HASH_MISMATCH"},
 			&cli.StringFlag{Name: "workflow", Usage: "workflow id"},
-			&cli.StringFlag{Name: "kind", Usage: "entry kind: handoff, snapshot, unblock, redaction, key_rotation"},
+			&cli.StringFlag{Name: "kind", Usage: "entry kind: handoff, snapshot, unblock, redaction, key_rotation, outcome"},
 			&cli.TimestampFlag{Name: "since", Layout: time.RFC3339, Usage: "entries at or after this RFC 3339 time"},
 			&cli.TimestampFlag{Name: "until", Layout: time.RFC3339, Usage: "entries before this RFC 3339 time"},
 			&cli.IntFlag{Name: "limit", Usage: "at most this many entries (0: all); a cursor names the next page"},

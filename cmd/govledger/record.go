@@ -272,6 +272,11 @@ read or an idempotency key was used for another request, 3 when the ledger
 cannot be written (busy: nothing was written; or outcome unknown).
 ` + decisionHelp + `
 
+--workflow ID records the documents under workflow ID (what 'govledger
+trace ID' and 'log --workflow ID' list) when they carry no workflow id of
+their own: governed/1 never does, and is recorded unchanged. A document whose
+own workflow id differs is refused (exit 2) and nothing is appended.
+
 --idempotency-key K makes a retry safe: the same key with the same document,
 submitter, --format, --from and --to prints the first decision again
 ("retry of seq N") and appends nothing; the same key with anything else is
@@ -279,7 +284,8 @@ refused (exit 2) and appends nothing.
 
 "record -" reads standard input as a stream, framed by its first line: one
 JSON object per line (NDJSON; a line {"document": "...", "idempotency_key":
-"...", "format": "...", "from": "...", "to": "..."} carries any document), or
+"...", "format": "...", "from": "...", "to": "...", "workflow": "..."} carries
+any document), or
 YAML documents each starting with a "---" line; any other input is one
 document. It prints one decision per line as each is durable (JSON Lines with
 --output json) and holds the ledger only while it appends what has arrived.
@@ -291,6 +297,7 @@ Examples:
   govledger record handoff.json
   govledger --db audit.db record handoffs/*.json
   govledger record --idempotency-key run-42/step-3 handoff.json
+  govledger record --workflow run-42 handoff.json
   agent-runner | govledger record --wait 1m -
   GOVLEDGER_TOKEN=... govledger record --server http://127.0.0.1:8080 handoff.json
 ` + remoteHelp + `
@@ -298,6 +305,7 @@ With --server, the decision settings (--strict, --max-age, --max-payload,
 --root) are the server's and the submitter is the token's principal.`,
 		Flags: append(decisionFlags(),
 			&cli.StringFlag{Name: "idempotency-key", Usage: "retry key of the one document: a retry returns the first decision and appends nothing"},
+			&cli.StringFlag{Name: "workflow", Usage: "record documents that carry no workflow id under this one (1-256 bytes of UTF-8)"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait this long for a ledger another process holds (default: $GOVLEDGER_WAIT, else 30s)"},
 			serverFlag(),
 		),
@@ -311,6 +319,18 @@ With --server, the decision settings (--strict, --max-age, --max-payload,
 			return decideFiles(c, g, true)
 		},
 	}
+}
+
+// workflowFlag returns --workflow ("" when not set), checked.
+func workflowFlag(c *cli.Context) (string, error) {
+	if !c.IsSet("workflow") {
+		return "", nil
+	}
+	w := c.String("workflow")
+	if err := govern.CheckWorkflowID(w); err != nil {
+		return "", usageErr("--workflow: %v", err)
+	}
+	return w, nil
 }
 
 // maxIdempotencyKey is the longest idempotency key, as the server's.
@@ -467,11 +487,15 @@ func decideFiles(c *cli.Context, g *globals, record bool) error {
 			return err
 		}
 	}
+	workflow, err := workflowFlag(c)
+	if err != nil {
+		return err
+	}
 	cfg, err := loadConfig(c, g)
 	if err != nil {
 		return err
 	}
-	cfg.Submitter, cfg.IdempotencyKey = as, key
+	cfg.Submitter, cfg.IdempotencyKey, cfg.WorkflowID = as, key, workflow
 	d := &decider{c: c, g: g, cfg: cfg, record: record, wait: wait}
 	defer d.close()
 	if args[0] == "-" && key == "" {
@@ -523,7 +547,7 @@ func (d *decider) decide(cfg *govern.Config, name string, line int, p *govern.Pa
 	if used := (*govern.KeyUsedError)(nil); errors.As(err, &used) {
 		o, err = cfg.Replay(d.c.Context, d.l, name, p, used)
 	}
-	if errors.Is(err, govern.ErrIdempotencyConflict) {
+	if errors.Is(err, govern.ErrIdempotencyConflict) || errors.Is(err, govern.ErrWorkflowMismatch) {
 		return docResult{File: name, Line: line, Reasons: []reason.Reason{},
 			Refused: err.Error() + ": nothing was appended"}, nil
 	}
@@ -712,6 +736,12 @@ func (d *decider) item(it stream.Item) (*govern.Config, *govern.Payload, error) 
 			return nil, nil, err
 		}
 		cfg.IdempotencyKey = it.IdempotencyKey
+	}
+	if it.Workflow != "" {
+		if err := govern.CheckWorkflowID(it.Workflow); err != nil {
+			return nil, nil, fmt.Errorf("line %d: workflow: %w", it.Line, err)
+		}
+		cfg.WorkflowID = it.Workflow
 	}
 	p, err := govern.ReadPayload(bytes.NewReader(it.Doc), cfg.Params.MaxPayload)
 	if err != nil {

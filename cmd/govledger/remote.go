@@ -124,8 +124,12 @@ func remoteRecord(c *cli.Context, g *globals, cl *client.Client) error {
 		}
 	}
 	rep := &docReport{Schema: "govledger.record/v1", Documents: []docResult{}}
+	workflow, err := workflowFlag(c)
+	if err != nil {
+		return err
+	}
 	opts := client.SubmitOptions{Format: c.String("format"), From: c.String("from"), To: c.String("to"),
-		IdempotencyKey: c.String("idempotency-key")}
+		IdempotencyKey: c.String("idempotency-key"), Workflow: workflow}
 	if opts.IdempotencyKey != "" && c.NArg() != 1 {
 		return usageErr("record: --idempotency-key names the retry key of one document; got %d", c.NArg())
 	}
@@ -303,6 +307,7 @@ func remoteTrace(c *cli.Context, cl *client.Client, wf string) (*traceResult, er
 		}
 		res.Steps = append(res.Steps, newEntryView(e, raw))
 	}
+	pairOutcomes(res)
 	return res, nil
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
 )
 
@@ -17,10 +18,14 @@ type traceResult struct {
 func traceCommand(g *globals) *cli.Command {
 	return &cli.Command{
 		Name:      "trace",
-		Usage:     "the handoff chain of a workflow, in order",
+		Usage:     "the handoff chain of a workflow, in order, with the outcome of each handoff",
 		ArgsUsage: "WORKFLOW_ID",
 		Description: `Prints every handoff recorded for the workflow, in seq order: who handed what
-to whom, and what was decided.
+to whom, and what was decided; beside an accepted handoff, its outcome (how
+the target finished: "=> succeeded (seq 9, 1234 ms)"), once one is recorded
+(POST /v1/outcomes, or the Claude Code hook on SubagentStop). With
+--output json, the steps are the workflow's entries in seq order, outcomes
+included, and each handoff with an outcome carries it as "outcome".
 
 Examples:
   govledger trace swarm-session-20260204-183000-a1b2c3d4
@@ -63,8 +68,25 @@ Examples:
 				}
 				res.Steps = append(res.Steps, newEntryView(e, raw))
 			}
+			pairOutcomes(res)
 			return renderTrace(g, res)
 		},
+	}
+}
+
+// pairOutcomes sets, on each handoff step of res, the outcome step that
+// names it.
+func pairOutcomes(res *traceResult) {
+	at := map[uint64]int{}
+	for i, s := range res.Steps {
+		if s.Kind == entry.KindHandoff {
+			at[s.Seq] = i
+		}
+	}
+	for _, s := range res.Steps {
+		if i, ok := at[s.DecisionSeq]; ok && s.Kind == entry.KindOutcome && res.Steps[i].Outcome == nil {
+			res.Steps[i].Outcome = &outcomeView{Seq: s.Seq, Status: s.Status, OutputSHA256: s.OutputSHA256, DurationMS: s.DurationMS}
+		}
 	}
 }
 
@@ -76,8 +98,26 @@ func renderTrace(g *globals, res *traceResult) error {
 		fmt.Fprintf(g.stdout, "no handoffs recorded for workflow %q\n", res.WorkflowID)
 		return nil
 	}
-	fmt.Fprintf(g.stdout, "workflow %s: %d handoffs\n", res.WorkflowID, len(res.Steps))
-	for i, s := range res.Steps {
+	// An outcome is shown beside its handoff; one whose handoff is not
+	// in the workflow gets a line of its own.
+	var lines []entryView
+	shown := map[uint64]bool{}
+	for _, s := range res.Steps {
+		if s.Outcome != nil {
+			shown[s.Outcome.Seq] = true
+		}
+	}
+	handoffs := 0
+	for _, s := range res.Steps {
+		if s.Kind == entry.KindHandoff {
+			handoffs++
+		}
+		if !shown[s.Seq] {
+			lines = append(lines, s)
+		}
+	}
+	fmt.Fprintf(g.stdout, "workflow %s: %d handoffs, %d outcomes\n", res.WorkflowID, handoffs, len(res.Steps)-handoffs)
+	for i, s := range lines {
 		fmt.Fprintf(g.stdout, "%3d. ", i+1)
 		renderEntryLine(g.stdout, s)
 	}

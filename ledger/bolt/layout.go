@@ -226,6 +226,11 @@ func indexPrefixes(e *entry.Entry) map[string][][]byte {
 		add(bucketIdxDecide, []byte(e.Decision))
 	case entry.KindUnblock:
 		add(bucketIdxAgent, xxh(e.Agent))
+	case entry.KindOutcome:
+		if e.WorkflowID.Valid {
+			add(bucketIdxWork, xxh(e.WorkflowID.S))
+		}
+		add(bucketIdxAgent, xxh(e.Agent))
 	}
 	return out
 }

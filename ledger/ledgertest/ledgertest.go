@@ -70,6 +70,8 @@ func RunStore(t *testing.T, s Store) {
 		{"Snapshot", testSnapshot},
 		{"Blobs", testBlobs},
 		{"RedactionStays", testRedactionStays},
+		{"Outcomes", testOutcomes},
+		{"OutcomeRace", testOutcomeRace},
 		{"Durable", testDurable},
 	}
 	for _, tt := range tests {
@@ -208,14 +210,134 @@ func populate(t *testing.T, l *ledger.Ledger) []handoff {
 		{id: "h6", source: "e", target: "f", workflow: "w3", idem: "k1", payload: []byte(`{"handoff_id":"h1"}`)},
 	}
 	for i, h := range hs {
-		appendOK(t, l, h.request())
+		res := appendOK(t, l, h.request())
 		if i == 3 {
 			appendOK(t, l, unblock("c"))
 			appendOK(t, l, rotate("", "key-1"))
 			appendOK(t, l, rotate("key-1", "key-2"))
 		}
+		if i == 4 { // h4 finished: an outcome found by agent c and workflow w2
+			appendOK(t, l, outcome(res.Last().Entry, entry.StatusSucceeded))
+		}
 	}
 	return hs
+}
+
+// outcome is a request for an outcome of the handoff entry d, naming its
+// target and workflow as an outcome must.
+func outcome(d *entry.Entry, status string) *ledger.Request {
+	return outcomeOf(d.Seq, d.Target.S, d.WorkflowID, status)
+}
+
+func outcomeOf(seq uint64, agent string, workflow entry.NullString, status string) *ledger.Request {
+	return &ledger.Request{Build: func(_ ledger.State, e *entry.Entry) error {
+		e.Kind, e.DecisionSeq, e.Status, e.Agent, e.WorkflowID = entry.KindOutcome, seq, status, agent, workflow
+		return nil
+	}}
+}
+
+// testOutcomes: an outcome is appended only after an accepted handoff
+// whose target and workflow it names, and only once per handoff; each
+// refusal is an *OutcomeError and stores nothing.
+func testOutcomes(t *testing.T, s Store) {
+	l, d := open(t, s)
+	acc := appendOK(t, l, handoff{id: "o1", source: "a", target: "b", workflow: "w"}.request()).Last().Entry
+	rej := appendOK(t, l, handoff{id: "o2", source: "a", target: "b", workflow: "w", rejected: true}.request()).Last().Entry
+	unb := appendOK(t, l, unblock("a")).Last().Entry
+	for _, c := range []struct {
+		name string
+		req  *ledger.Request
+		why  string
+	}{
+		{"missing decision", outcomeOf(999, "b", entry.Str("w"), entry.StatusSucceeded), ledger.OutcomeNoDecision},
+		{"not a handoff", outcomeOf(unb.Seq, "a", entry.Null(), entry.StatusSucceeded), ledger.OutcomeNotHandoff},
+		{"snapshot", outcomeOf(1, "b", entry.Str("w"), entry.StatusSucceeded), ledger.OutcomeNotHandoff},
+		{"rejected decision", outcome(rej, entry.StatusFailed), ledger.OutcomeRejected},
+		{"other agent", outcomeOf(acc.Seq, "a", entry.Str("w"), entry.StatusSucceeded), ledger.OutcomeMismatch},
+		{"other workflow", outcomeOf(acc.Seq, "b", entry.Str("v"), entry.StatusSucceeded), ledger.OutcomeMismatch},
+		{"null workflow", outcomeOf(acc.Seq, "b", entry.Null(), entry.StatusSucceeded), ledger.OutcomeMismatch},
+	} {
+		before := view(t, d).Head()
+		_, err := l.Append(context.Background(), c.req)
+		var oe *ledger.OutcomeError
+		if !errors.As(err, &oe) || !errors.Is(err, ledger.ErrOutcomeRefused) || oe.Why != c.why {
+			t.Errorf("%s: Append = %v, want an OutcomeError %s", c.name, err, c.why)
+		}
+		if h := view(t, d).Head(); h != before {
+			t.Errorf("%s: a refused outcome moved the head from %d to %d", c.name, before.Seq, h.Seq)
+		}
+	}
+	first := appendOK(t, l, outcome(acc, entry.StatusSucceeded)).Last().Entry
+	appendOK(t, l, handoff{id: "o3", source: "c", target: "b", workflow: "w"}.request()) // the same agent again
+	_, err := l.Append(context.Background(), outcome(acc, entry.StatusFailed))
+	var oe *ledger.OutcomeError
+	if !errors.As(err, &oe) || oe.Why != ledger.OutcomeDuplicate || oe.Existing != first.Seq {
+		t.Errorf("second outcome: Append = %v, want an OutcomeError duplicate of seq %d", err, first.Seq)
+	}
+	// Found by its agent and its workflow, like the handoff it follows.
+	v := view(t, d)
+	for _, q := range []ledger.Query{{Agent: "b"}, {WorkflowID: "w"}} {
+		got, err := v.Find(context.Background(), q)
+		if err != nil || !slices.Contains(got, first.Seq) {
+			t.Errorf("Find(%+v) = %v %v, want it to list the outcome %d", q, got, err, first.Seq)
+		}
+	}
+	if got, err := v.Find(context.Background(), ledger.Query{Agent: "a", After: rej.Seq}); err != nil || slices.Contains(got, first.Seq) {
+		t.Errorf("Find(agent a) = %v %v: lists the outcome of agent b", got, err)
+	}
+	sameTables(t, v)
+}
+
+// testOutcomeRace: outcomes of one decision sent at once, through one core
+// (one batch) and through two cores sharing the store (a conflict), are
+// stored once.
+func testOutcomeRace(t *testing.T, s Store) {
+	d := s.Open(t)
+	t.Cleanup(func() { d.Close() }) // after the views' cleanups
+	la, lb := core(t, &hooked{Driver: d}), core(t, &hooked{Driver: d})
+	var decisions []*entry.Entry
+	for i := range 4 {
+		h := handoff{id: fmt.Sprintf("r%d", i), source: "a", target: "b", workflow: "w"}
+		decisions = append(decisions, appendOK(t, la, h.request()).Last().Entry)
+	}
+	const each = 4
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := map[uint64]int{}
+	for _, dec := range decisions {
+		for i := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l := la
+				if i%2 == 1 {
+					l = lb
+				}
+				_, err := l.Append(context.Background(), outcome(dec, entry.StatusSucceeded))
+				switch {
+				case err == nil:
+					mu.Lock()
+					stored[dec.Seq]++
+					mu.Unlock()
+				case !errors.Is(err, ledger.ErrOutcomeRefused):
+					t.Errorf("Append(outcome of %d) = %v", dec.Seq, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	es, _ := entries(t, view(t, d))
+	count := map[uint64]int{}
+	for _, e := range es {
+		if e.Kind == entry.KindOutcome {
+			count[e.DecisionSeq]++
+		}
+	}
+	for _, dec := range decisions {
+		if count[dec.Seq] != 1 || stored[dec.Seq] != 1 {
+			t.Errorf("decision %d: %d outcomes stored, %d acknowledged; want 1", dec.Seq, count[dec.Seq], stored[dec.Seq])
+		}
+	}
 }
 
 // entries reads every entry of v through Scan, checking seqs and chain.

@@ -252,6 +252,9 @@ func batchRows(b *Batch) (*pgx.Batch, error) {
 			}
 		case entry.KindUnblock:
 			s, sx = str(true, e.Agent)
+		case entry.KindOutcome:
+			w, wx = str(e.WorkflowID.Valid, e.WorkflowID.S)
+			s, sx = str(true, e.Agent)
 		}
 		hids, hidx = append(hids, h), append(hidx, hx)
 		wids, widx = append(wids, w), append(widx, wx)

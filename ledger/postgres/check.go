@@ -194,6 +194,9 @@ func (c *checker) columns(seq uint64, e *entry.Entry, r *entryRow) {
 		}
 	case entry.KindUnblock:
 		set(true, e.Agent, &want.src, &want.sx)
+	case entry.KindOutcome:
+		set(e.WorkflowID.Valid, e.WorkflowID.S, &want.wid, &want.wx)
+		set(true, e.Agent, &want.src, &want.sx)
 	}
 	str := func(b []byte, x *int64) string {
 		if b == nil && x == nil {

@@ -198,6 +198,9 @@ type SubmitOptions struct {
 	Format, From, To string // query parameters ("" for none)
 	IdempotencyKey   string // the Idempotency-Key header ("" for none)
 	TraceParent      string // a W3C traceparent header ("" for none)
+	// Workflow is the Govledger-Workflow header ("" for none): the workflow
+	// the document is recorded under when it carries none of its own.
+	Workflow string
 }
 
 // Submit POSTs one document to /v1/handoffs and returns the decision the
@@ -216,6 +219,9 @@ func (c *Client) Submit(ctx context.Context, doc []byte, o SubmitOptions) (*serv
 	if o.TraceParent != "" {
 		h.Set("Traceparent", o.TraceParent)
 	}
+	if o.Workflow != "" {
+		h.Set("Govledger-Workflow", o.Workflow)
+	}
 	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
 	defer cancel()
 	resp, err := c.do(ctx, "POST", "/v1/handoffs", q, doc, h)
@@ -230,6 +236,47 @@ func (c *Client) Submit(ctx context.Context, doc []byte, o SubmitOptions) (*serv
 	if res.Seq == 0 || res.Decision == "" {
 		return nil, fmt.Errorf("%w: POST /v1/handoffs: no seq or decision in the answer", ErrAnswer)
 	}
+	return &res, nil
+}
+
+// OutcomeOptions are the headers of an outcome.
+type OutcomeOptions struct {
+	IdempotencyKey string // the Idempotency-Key header ("" for none)
+	TraceParent    string // a W3C traceparent header ("" for none)
+}
+
+// Outcome POSTs to /v1/outcomes how the target of the accepted handoff
+// o.DecisionSeq finished (o's DecisionSeq, Status, OutputSHA256 and
+// DurationMS are the body) and returns the outcome recorded. Replayed is
+// set when the server answered 200: the first answer to the same
+// Idempotency-Key.
+func (c *Client) Outcome(ctx context.Context, o server.OutcomeRequest, opts OutcomeOptions) (*server.OutcomeResult, error) {
+	body, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if opts.IdempotencyKey != "" {
+		h.Set("Idempotency-Key", opts.IdempotencyKey)
+	}
+	if opts.TraceParent != "" {
+		h.Set("Traceparent", opts.TraceParent)
+	}
+	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
+	defer cancel()
+	resp, err := c.do(ctx, "POST", "/v1/outcomes", nil, body, h)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var res server.OutcomeResult
+	if err := decode(resp, "POST /v1/outcomes", &res); err != nil {
+		return nil, err
+	}
+	if res.Seq == 0 || res.Kind != "outcome" || res.DecisionSeq != o.DecisionSeq {
+		return nil, fmt.Errorf("%w: POST /v1/outcomes: answer names seq %d, kind %q, decision_seq %d", ErrAnswer, res.Seq, res.Kind, res.DecisionSeq)
+	}
+	res.Replayed = resp.StatusCode == http.StatusOK
 	return &res, nil
 }
 

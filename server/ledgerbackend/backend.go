@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -343,6 +344,10 @@ func (b *Backend) writeErr(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// ledger.Append returns ctx's error only for a request no commit took.
 		return fmt.Errorf("%w: %v before the commit; nothing written", server.ErrUnavailable, err)
+	case errors.Is(err, govern.ErrWorkflowMismatch), errors.Is(err, ledger.ErrOutcomeRefused):
+		return fmt.Errorf("%w: %v; nothing written", server.ErrUnprocessable, err)
+	case errors.Is(err, govern.ErrIdempotencyConflict):
+		return fmt.Errorf("%w: %v; nothing written", server.ErrIdempotencyConflict, err)
 	case errors.Is(err, entry.ErrMalformed), errors.Is(err, entry.ErrFold), errors.Is(err, policy.ErrNoPolicy),
 		errors.Is(err, policy.ErrPolicyMismatch), errors.Is(err, policy.ErrPayloadMismatch),
 		errors.Is(err, policy.ErrDecisionMismatch), errors.Is(err, policy.ErrInputs):
@@ -400,7 +405,7 @@ func (b *Backend) prepare(r server.SubmitRequest) (*request, error) {
 	}
 	pol := b.pol.Load()
 	cfg := &govern.Config{Registry: pol.Registry, Lock: pol.Lock, LockBytes: pol.LockBytes, Params: b.o.Params,
-		Root: b.o.Root, Now: b.o.Now, Submitter: r.Submitter, TraceParent: r.TraceParent, InForceOnly: true}
+		Root: b.o.Root, Now: b.o.Now, Submitter: r.Submitter, TraceParent: r.TraceParent, WorkflowID: r.WorkflowID, InForceOnly: true}
 	cfg.Params.Format, cfg.Params.From, cfg.Params.To = f, r.From, r.To
 	if r.IdempotencyKey != "" {
 		cfg.IdempotencyKey = r.Submitter + "/" + r.IdempotencyKey
@@ -552,19 +557,77 @@ func (b *Backend) replay(ctx context.Context, req *request, seq uint64) (*server
 		return nil, readErr(err)
 	}
 	same := e.Kind == entry.KindHandoff && e.Submitter == req.r.Submitter &&
-		e.PayloadSHA256 != nil && *e.PayloadSHA256 == req.p.SHA256
+		e.PayloadSHA256 != nil && *e.PayloadSHA256 == req.p.SHA256 &&
+		(req.cfg.WorkflowID == "" || e.WorkflowID.S == req.cfg.WorkflowID)
 	if same {
 		in, err := policy.ParseInputs(e.Inputs)
 		same = err == nil && in.Params.Format == req.cfg.Params.Format &&
 			in.Params.From == req.cfg.Params.From && in.Params.To == req.cfg.Params.To
 	}
 	if !same {
-		return nil, fmt.Errorf("%w: key %q was first used by entry %d for other bytes or other format, from or to",
+		return nil, fmt.Errorf("%w: key %q was first used by entry %d for other bytes or other format, from, to or workflow",
 			server.ErrIdempotencyConflict, req.r.IdempotencyKey, seq)
 	}
 	res := resultOf(e, entry.LeafHash(raw))
 	res.Replayed = true
 	return res, nil
+}
+
+// Outcome implements server.Backend.
+func (b *Backend) Outcome(ctx context.Context, r server.OutcomeRequest) (*server.OutcomeResult, error) {
+	if err := b.writable(); err != nil {
+		return nil, err
+	}
+	if err := b.enter(1); err != nil {
+		return nil, err
+	}
+	defer b.leave(1)
+	if r.TraceParent != "" && len(r.TraceParent) != 55 {
+		return nil, fmt.Errorf("%w: traceparent: only version 00 (55 characters) can be stored", server.ErrBadInput)
+	}
+	req := govern.OutcomeRequest{DecisionSeq: r.DecisionSeq, Status: r.Status, DurationMS: r.DurationMS,
+		Submitter: r.Submitter, TraceParent: r.TraceParent}
+	if r.OutputSHA256 != "" {
+		h, err := entry.ParseHash(r.OutputSHA256)
+		if err != nil {
+			return nil, fmt.Errorf("%w: output_sha256: %v", server.ErrUnprocessable, err)
+		}
+		req.OutputSHA256 = &h
+	}
+	if r.IdempotencyKey != "" {
+		req.IdempotencyKey = r.Submitter + "/" + r.IdempotencyKey
+		if len(req.IdempotencyKey) > maxStoredKey {
+			return nil, fmt.Errorf("%w: idempotency key: at most %d bytes for principal %q", server.ErrBadInput,
+				maxStoredKey-len(r.Submitter)-1, r.Submitter)
+		}
+	}
+	if r.Agents != nil {
+		req.Allow = func(agent string) error {
+			if !slices.Contains(r.Agents, agent) {
+				return fmt.Errorf("%w: %q may not record outcomes for agent %q (the handoff's target)", server.ErrForbiddenSource, r.Submitter, agent)
+			}
+			return nil
+		}
+	}
+	start := time.Now()
+	res, err := govern.RecordOutcome(ctx, b.l, req)
+	switch {
+	case errors.Is(err, server.ErrForbiddenSource), errors.Is(err, server.ErrBadInput):
+		return nil, err
+	case err != nil:
+		return nil, b.writeErr(err)
+	}
+	e := res.Entry
+	if !res.Replayed {
+		b.appended(time.Since(start))
+		b.o.Metrics.ObserveOutcome(e.Status)
+	}
+	out := &server.OutcomeResult{Seq: e.Seq, Kind: e.Kind, DecisionSeq: e.DecisionSeq, Agent: e.Agent, Status: e.Status, Replayed: res.Replayed}
+	if e.WorkflowID.Valid {
+		w := e.WorkflowID.S
+		out.WorkflowID = &w
+	}
+	return out, nil
 }
 
 // resultOf is the answer to a submission recorded as e.
@@ -606,6 +669,15 @@ func (b *Backend) Validate(ctx context.Context, r server.SubmitRequest) (*server
 	if rec := d.Record; rec != nil {
 		res.Format, res.HandoffID, res.Source, res.Target, res.WorkflowID =
 			string(rec.Format), rec.HandoffID, rec.Source.ID, rec.Target.ID, rec.WorkflowID
+	}
+	// As Record would: the document's own workflow id, else the request's.
+	switch {
+	case r.WorkflowID == "":
+	case res.WorkflowID == "" || !utf8.ValidString(res.WorkflowID):
+		res.WorkflowID = r.WorkflowID
+	case res.WorkflowID != r.WorkflowID:
+		return nil, fmt.Errorf("%w: %v", server.ErrUnprocessable,
+			&govern.WorkflowMismatchError{Document: res.WorkflowID, Request: r.WorkflowID})
 	}
 	return res, nil
 }

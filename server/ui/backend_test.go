@@ -179,6 +179,10 @@ func (m *memLedger) SubmitBatch(ctx context.Context, rs []server.SubmitRequest) 
 	return out, nil
 }
 
+func (m *memLedger) Outcome(ctx context.Context, r server.OutcomeRequest) (*server.OutcomeResult, error) {
+	return nil, fmt.Errorf("%w: the viewer's test ledger records no outcomes", server.ErrUnprocessable)
+}
+
 func (m *memLedger) Validate(ctx context.Context, r server.SubmitRequest) (*server.SubmitResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -52,6 +52,12 @@ func layoutGraph(rs []row) graph {
 		return i
 	}
 	y := graphTop + edgeGap/2
+	finished := map[uint64]string{} // handoff seq -> its outcome's status
+	for _, r := range rs {
+		if r.Kind == "outcome" {
+			finished[r.DecisionSeq] = r.Status
+		}
+	}
 	for _, r := range rs {
 		if r.Kind != "handoff" {
 			continue
@@ -61,6 +67,9 @@ func layoutGraph(rs []row) graph {
 		e := edge{Seq: r.Seq, X1: x1, X2: x2, Y: y, Class: r.Decision, Title: fmt.Sprintf("entry %d: %s -> %s, %s", r.Seq, r.Source, r.Target, r.Decision)}
 		if e.Class != "accepted" && e.Class != "rejected" {
 			e.Class = "other"
+		}
+		if st, ok := finished[r.Seq]; ok {
+			e.Title += "; the target finished: " + st
 		}
 		dir := 1
 		if x2 < x1 {

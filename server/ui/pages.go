@@ -124,7 +124,7 @@ var (
 		}
 		return out
 	}()
-	kindChoices = []string{"handoff", "snapshot", "unblock", "redaction", "key_rotation"}
+	kindChoices = []string{"handoff", "snapshot", "unblock", "redaction", "key_rotation", "outcome"}
 )
 
 // parseFilter reads and checks a filter from the query; extra names the

@@ -55,6 +55,10 @@ type row struct {
 	TraceParent string
 	Idempotency string
 	NewKey      string
+	// An outcome's fields.
+	DecisionSeq uint64
+	Status      string
+	DurationMS  *int64
 	Malformed   string // why the stored bytes did not decode ("" when they did)
 	Raw         string // the canonical bytes when they did not decode
 }
@@ -70,6 +74,7 @@ func newRow(v server.EntryView) row {
 	r.Format, r.HandoffID, r.Source, r.Target = e.Format.String(), e.HandoffID.String(), e.Source.String(), e.Target.String()
 	r.Workflow, r.Submitter, r.Blocks, r.Agent, r.Note, r.What = e.WorkflowID.String(), e.Submitter, e.Blocks, e.Agent, e.Note, e.What
 	r.RedactedSeq, r.TraceParent, r.Idempotency, r.NewKey = e.RedactedSeq, e.TraceParent, e.IdempotencyKey, e.NewKey
+	r.DecisionSeq, r.Status, r.DurationMS = e.DecisionSeq, e.Status, e.DurationMS
 	if e.Lifts != nil {
 		r.Lifts = *e.Lifts
 	}
@@ -123,6 +128,12 @@ func (r row) Summary() string {
 		return fmt.Sprintf("redaction of entry %d: %s", r.RedactedSeq, r.Note)
 	case entry.KindKeyRotation:
 		return "checkpoint key rotation: " + r.Note
+	case entry.KindOutcome:
+		s := fmt.Sprintf("outcome of entry %d: %s %s", r.DecisionSeq, r.Agent, r.Status)
+		if r.DurationMS != nil {
+			s += fmt.Sprintf(" after %d ms", *r.DurationMS)
+		}
+		return s
 	}
 	return r.Kind
 }
