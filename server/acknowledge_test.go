@@ -96,4 +96,11 @@ func TestAcknowledge(t *testing.T) {
 			t.Errorf("%s, unwitnessed: %d %s (asked for %d)", c.path, r.status, r.body, asked.Load())
 		}
 	}
+
+	// An outcome (entry 8) of the accepted handoff at seq 2.
+	n := uint64(h.fake.count() + 1)
+	r = h.do(req{method: "POST", path: "/v1/outcomes", as: pAll, body: `{"decision_seq":2,"status":"succeeded"}`, ctype: "application/json"})
+	if p := h.problem(r); r.status != 503 || p.Code != server.CodeNotWitnessed || p.Seq != n || p.Written != "yes" || asked.Load() != n {
+		t.Errorf("outcome, unwitnessed: %d %s (asked for %d)", r.status, r.body, asked.Load())
+	}
 }

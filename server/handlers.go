@@ -405,6 +405,9 @@ func (s *Server) postOutcome(w http.ResponseWriter, r *http.Request, p *Principa
 	if res == nil {
 		return errors.New("backend returned no result")
 	}
+	if err := s.acknowledge(r.Context(), res.Seq); err != nil {
+		return err
+	}
 	w.Header().Set("Location", fmt.Sprintf("/v1/entries/%d", res.Seq))
 	status := http.StatusCreated
 	if res.Replayed {
