@@ -167,7 +167,13 @@ func TestReads(t *testing.T) {
 		t.Fatalf("payload: %d %q %v", r.status, r.body, r.header)
 	}
 	// Proof, workflow, blocks, checkpoint, consistency.
-	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof?tree_size=4", as: pReader}).body); pf.Seq != 2 || pf.TreeSize != 4 || pf.Hashes == nil || !strings.Contains(pf.Checkpoint, "\n4\n") {
+	// An old size is answered against the latest checkpoint (5), with the
+	// consistency proof from the old size; none without tree_size.
+	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof?tree_size=4", as: pReader}).body); pf.Seq != 2 || pf.TreeSize != 5 || pf.Hashes == nil ||
+		!strings.Contains(pf.Checkpoint, "\n5\n") || pf.Consistency == nil || pf.Consistency.From != 4 || pf.Consistency.To != 5 || pf.Consistency.Hashes == nil {
+		t.Errorf("proof at tree_size=4 = %+v %+v", pf, pf.Consistency)
+	}
+	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof", as: pReader}).body); pf.TreeSize != 5 || pf.Consistency != nil {
 		t.Errorf("proof = %+v", pf)
 	}
 	type wf struct {

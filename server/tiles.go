@@ -92,18 +92,15 @@ func (s *Server) tileRoutes() []*route {
 }
 
 func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	b := s.cosignedCheckpoint()
-	if b == nil {
-		var err error
-		if b, err = s.cfg.Backend.Checkpoint(r.Context()); err != nil {
-			return err
-		}
+	b, err := s.latestCheckpoint(r.Context(), 0)
+	if err != nil {
+		return err
 	}
 	w.Header().Set("Content-Type", tiles.CheckpointContentType)
 	w.Header().Set("Cache-Control", cacheCheckpoint)
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
+	_, err = w.Write(b)
 	return err
 }
 

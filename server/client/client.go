@@ -370,6 +370,32 @@ func (c *Client) Blocks(ctx context.Context) ([]server.Block, error) {
 	return a.Blocks, nil
 }
 
+// Proof returns the inclusion proof of entry seq against the server's
+// latest checkpoint and, when oldSize is not 0 (a tree size the caller
+// holds), the consistency proof from oldSize to it. The server never
+// signs a checkpoint at oldSize: check your root of that size with
+// tlog.CheckTree against the answer's checkpoint, opened with a key you
+// trust. Nothing is verified here but the answer's shape: its seq, and a
+// consistency proof from oldSize to the proof's tree size.
+func (c *Client) Proof(ctx context.Context, seq, oldSize uint64) (*server.Proof, error) {
+	var q url.Values
+	if oldSize != 0 {
+		q = url.Values{"tree_size": {strconv.FormatUint(oldSize, 10)}}
+	}
+	path := "/v1/entries/" + strconv.FormatUint(seq, 10) + "/proof"
+	var pf server.Proof
+	if err := c.getJSON(ctx, path, q, &pf); err != nil {
+		return nil, err
+	}
+	switch cs := pf.Consistency; {
+	case pf.Seq != seq || pf.TreeSize < seq:
+		return nil, fmt.Errorf("%w: GET %s: a proof of seq %d in a tree of %d entries", ErrAnswer, path, pf.Seq, pf.TreeSize)
+	case oldSize != 0 && (cs == nil || cs.From != oldSize || cs.To != pf.TreeSize):
+		return nil, fmt.Errorf("%w: GET %s: no consistency proof from %d to the proof's tree size %d", ErrAnswer, path, oldSize, pf.TreeSize)
+	}
+	return &pf, nil
+}
+
 // Checkpoint returns the server's signed checkpoint note of its head. It
 // is not verified here: open it with checkpoint.Open and a key you trust.
 func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
