@@ -74,9 +74,19 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	_, err = boundedCopy(ctx, f, c.Int64("max-download"), c.Duration("idle-timeout"), func(ctx context.Context) (io.ReadCloser, error) {
-		return cl.Export(ctx, 0)
-	})
+	// The client's transport cuts the download after --idle-timeout
+	// without a byte or beyond --max-download bytes.
+	err = func() error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		body, err := cl.Export(ctx, 0)
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		_, err = io.Copy(f, body)
+		return err
+	}()
 	var pe *client.ProblemError
 	switch {
 	case errors.As(err, &pe), errors.Is(err, client.ErrTransport):
