@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/server"
 )
@@ -55,6 +56,7 @@ type row struct {
 	TraceParent string
 	Idempotency string
 	NewKey      string
+	Rules       int    // the rules version the decision was taken by (0: before versions)
 	Malformed   string // why the stored bytes did not decode ("" when they did)
 	Raw         string // the canonical bytes when they did not decode
 }
@@ -81,6 +83,11 @@ func newRow(v server.EntryView) row {
 	}
 	if e.PayloadSHA256 != nil {
 		r.PayloadSHA, r.HasPayload = e.PayloadSHA256.String(), true
+	}
+	if e.Inputs != nil {
+		if in, err := policy.ParseInputs(e.Inputs); err == nil {
+			r.Rules = in.Rules
+		}
 	}
 	if e.ContentSHA256 != nil {
 		r.PayloadSHA, r.HasPayload = e.ContentSHA256.String(), true
