@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,8 @@ func TestServerDownloadsBounded(t *testing.T) {
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("%s %v took %s", c.mode, c.args, d)
 		}
+	}
+	if _, err := os.Stat(dir + "/export.jsonl"); !os.IsNotExist(err) {
+		t.Errorf("export --out left a file after cut downloads: %v", err)
 	}
 }
