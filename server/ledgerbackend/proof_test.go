@@ -1,6 +1,7 @@
 package ledgerbackend_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -172,4 +173,44 @@ func hashesOf(t *testing.T, hs []string) []tlog.Hash {
 		out[i] = tlog.Hash(b)
 	}
 	return out
+}
+
+// TestProofWithoutKey: a server without a signing key answers proofs
+// against its head with no checkpoint (and the consistency proof asked
+// for), and 503 for the checkpoint itself.
+func TestProofWithoutKey(t *testing.T) {
+	b, l := newBackend(t, 0)
+	for i := range 4 {
+		if _, err := b.Submit(context.Background(), vbw(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, _ := l.TreeSize()
+	srv, err := server.New(server.Config{Backend: b, Tokens: readers{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	do := func(path string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer r")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		return resp, buf.Bytes()
+	}
+	resp, body := do("/v1/entries/2/proof?tree_size=3")
+	var pf server.Proof
+	if err := json.Unmarshal(body, &pf); err != nil || resp.StatusCode != 200 || pf.TreeSize != head || pf.Checkpoint != "" ||
+		pf.Consistency == nil || pf.Consistency.From != 3 || pf.Consistency.To != head {
+		t.Errorf("proof without a key: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do("/v1/checkpoint"); resp.StatusCode != 503 {
+		t.Errorf("checkpoint without a key: %d %s", resp.StatusCode, body)
+	}
 }
