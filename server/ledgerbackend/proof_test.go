@@ -20,6 +20,7 @@ import (
 	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/client"
 	"github.com/govledger/govledger/server/ledgerbackend"
 )
 
@@ -153,6 +154,14 @@ func TestProofOnlyAtLatest(t *testing.T) {
 		if pf := get("/v1/entries/2/proof?tree_size=4"); pf.TreeSize != head+1 || pf.Consistency.To != head+1 {
 			t.Fatalf("after an append: proof against %d, want %d", pf.TreeSize, head+1)
 		}
+	}
+	// The typed client reads the same answer.
+	cl, err := client.New(ts.URL, "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf, err := cl.Proof(ctx, 2, 4); err != nil || pf.TreeSize != head+1 || pf.Consistency.From != 4 {
+		t.Errorf("client.Proof(2, 4) = %+v, %v", pf, err)
 	}
 	if pf := get("/v1/entries/2/proof"); pf.Consistency != nil {
 		t.Errorf("no tree_size: consistency %+v, want none", pf.Consistency)
