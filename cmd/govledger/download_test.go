@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,35 +84,6 @@ func hostileServer(t *testing.T) (url, verifierKey string) {
 	}))
 	t.Cleanup(func() { close(done); srv.Close() })
 	return srv.URL, vkey
-}
-
-// TestBoundedTransport: an answer that never starts, or stalls, is cut
-// after the idle timeout; one over the cap is cut at the cap; a whole one
-// is read.
-func TestBoundedTransport(t *testing.T) {
-	url, _ := hostileServer(t)
-	hc := &http.Client{Transport: &boundedTransport{base: http.DefaultTransport, idle: 200 * time.Millisecond, max: 10 << 10}}
-	get := func(path string) ([]byte, error) {
-		req, _ := http.NewRequestWithContext(context.Background(), "GET", url+path, nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		return io.ReadAll(resp.Body)
-	}
-	if b, err := get("/stall/x"); !errors.Is(err, errDownloadIdle) || b != nil {
-		t.Errorf("no answer: %q, %v; want %v", b, err, errDownloadIdle)
-	}
-	if b, err := get("/stallbody/x"); !errors.Is(err, errDownloadIdle) || string(b) != `{"first":"line"}`+"\n" {
-		t.Errorf("stalled answer: %q, %v; want the first line then %v", b, err, errDownloadIdle)
-	}
-	if b, err := get("/endless/export"); !errors.Is(err, errDownloadTooLarge) || len(b) != 10<<10 || !strings.Contains(err.Error(), "--max-download") {
-		t.Errorf("endless answer, cap 10 KiB: %d bytes, %v; want 10 KiB then %v", len(b), err, errDownloadTooLarge)
-	}
-	if b, err := get("/whole/x"); err != nil || string(b) != "all of it\n" {
-		t.Errorf("whole answer: %q, %v", b, err)
-	}
 }
 
 // TestServerDownloadsBounded: every command that downloads from a server

@@ -106,6 +106,7 @@ Examples:
 			}
 			for {
 				res, err := monitor.Check(c.Context, o)
+				err = downloadHint(err)
 				if err == nil || !errors.Is(err, monitor.ErrFetch) || once {
 					if werr := reportMonitor(g, res, err); werr != nil {
 						return werr

@@ -74,6 +74,7 @@ func remoteClient(c *cli.Context, g *globals) (*client.Client, error) {
 // is 2, an unreachable, overloaded or failing server (429, 5xx, no
 // answer, an unusable answer) is 3.
 func remoteErr(cl *client.Client, err error) error {
+	err = downloadHint(err)
 	var pe *client.ProblemError
 	switch {
 	case err == nil:

@@ -80,9 +80,11 @@ type Client struct {
 }
 
 // New returns a client of the server at baseURL (http or https, no query)
-// authenticating with the bearer token ("" for none). hc nil uses a client
-// with a 60-second timeout for whole answers; streams (Export) are bounded
-// by their context only.
+// authenticating with the bearer token ("" for none). Whole answers are
+// bounded by a 60-second timeout, streams (Export) by their context. hc
+// nil uses a client under the default Limits (an answer is cut after 60
+// seconds without a byte, or beyond 8 GiB); give an hc whose Transport is
+// Limits.Transport to choose them.
 func New(baseURL, token string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -96,7 +98,7 @@ func New(baseURL, token string, hc *http.Client) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: Limits{}.Transport(nil)}
 	}
 	return &Client{base: u, token: token, hc: hc}, nil
 }
