@@ -17,8 +17,9 @@ import (
 // latest through the consistency proof, so the server never signs a
 // checkpoint of a size a reader chooses.
 //
-// An entry or an oldSize past cp's size fails with ErrUnprocessable; a
-// malformed cp with an error that is not one of errors.go's (500).
+// An entry past cp's size fails with ErrNotFound, an oldSize past it with
+// ErrUnprocessable; a malformed cp with an error that is not one of
+// errors.go's (500).
 func LatestProof(ctx context.Context, b Backend, cp []byte, seq, oldSize uint64) (*Proof, error) {
 	var size uint64 // 0: the head, for a server without key
 	if cp != nil {
@@ -28,7 +29,7 @@ func LatestProof(ctx context.Context, b Backend, cp []byte, seq, oldSize uint64)
 		}
 		size = c.Size
 		if seq > size {
-			return nil, fmt.Errorf("%w: entry %d is not in the latest checkpoint (size %d)", ErrUnprocessable, seq, size)
+			return nil, fmt.Errorf("%w: entry %d is not in the latest checkpoint (size %d)", ErrNotFound, seq, size)
 		}
 		if oldSize > size {
 			return nil, fmt.Errorf("%w: tree_size %d is beyond the latest checkpoint (size %d)", ErrUnprocessable, oldSize, size)

@@ -298,4 +298,7 @@ func TestProofCheckpointServed(t *testing.T) {
 			t.Errorf("%s: consistency %+v, want from %d to %d", c.path, pf.Consistency, c.consFrom, c.size)
 		}
 	}
+	if r := h.do(req{method: "GET", path: "/v1/entries/9/proof", as: pReader}); r.status != 404 {
+		t.Errorf("proof of an entry past the head: %d %s, want 404", r.status, r.body)
+	}
 }
