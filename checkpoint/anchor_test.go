@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -274,5 +275,48 @@ func TestRootFromLeaves(t *testing.T) {
 		if err != nil || got != want {
 			t.Fatalf("RootFromLeaves(%d) = %x, %v; want %x", n, got, err, want)
 		}
+	}
+}
+
+// TestStatePin: the first Pin of a source is kept; the same origin again
+// changes nothing, another origin is an *OriginError naming both and the
+// file, and the pin stays; Check says the same without writing.
+func TestStatePin(t *testing.T) {
+	st, err := checkpoint.OpenState(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	src := "https://ledger.example.com"
+	if p, err := st.Pinned(src); p != nil || err != nil {
+		t.Fatalf("Pinned before any pin = %v, %v", p, err)
+	}
+	if err := st.Check(src, "example.com/a"); err != nil {
+		t.Fatalf("Check before any pin: %v", err)
+	}
+	if created, err := st.Pin(ctx, checkpoint.Pin{Source: src, Origin: "example.com/a", KeyName: "k"}); !created || err != nil {
+		t.Fatalf("first Pin = %v, %v", created, err)
+	}
+	if created, err := st.Pin(ctx, checkpoint.Pin{Source: src, Origin: "example.com/a", KeyName: "k2"}); created || err != nil {
+		t.Fatalf("same origin again = %v, %v", created, err)
+	}
+	for _, err := range []error{
+		func() error {
+			_, err := st.Pin(ctx, checkpoint.Pin{Source: src, Origin: "example.com/b", KeyName: "k"})
+			return err
+		}(),
+		st.Check(src, "example.com/b"),
+	} {
+		var oe *checkpoint.OriginError
+		if !errors.As(err, &oe) || !errors.Is(err, checkpoint.ErrOriginChanged) || oe.Pinned.Origin != "example.com/a" || oe.Offered != "example.com/b" ||
+			!strings.Contains(err.Error(), ".pin") {
+			t.Errorf("another origin: %v, want an *OriginError a -> b naming the pin file", err)
+		}
+	}
+	if p, err := st.Pinned(src); err != nil || p.Origin != "example.com/a" || p.KeyName != "k" {
+		t.Errorf("pin after the refusals = %+v, %v; want origin a, key k", p, err)
+	}
+	if err := st.Check("https://other.example.com", "example.com/b"); err != nil {
+		t.Errorf("another source: %v", err)
 	}
 }

@@ -63,7 +63,26 @@ var (
 	// newest checkpoint seen (same size and another root, or no valid
 	// consistency proof).
 	ErrFork = errors.New("fork: inconsistent with the last seen checkpoint")
+	// ErrOriginChanged: a source pinned to one origin (State.Pin) now shows
+	// a checkpoint of another.
+	ErrOriginChanged = errors.New("another origin than the one remembered")
 )
+
+// An OriginError reports a checkpoint whose origin is not the one the
+// state pinned for its source (State.Pin). It wraps ErrOriginChanged.
+type OriginError struct {
+	Pinned  Pin    // what the state remembers
+	Offered string // the origin shown now
+	File    string // the pin's file (remove it to pin the source anew)
+}
+
+func (e *OriginError) Error() string {
+	return fmt.Sprintf("%s: %s shows a checkpoint of origin %q, but the state remembers origin %q (verifier key %q) for it; "+
+		"if the log really moved, remove %s", ErrOriginChanged, e.Pinned.Source, e.Offered, e.Pinned.Origin, e.Pinned.KeyName, e.File)
+}
+
+// Unwrap returns ErrOriginChanged.
+func (e *OriginError) Unwrap() error { return ErrOriginChanged }
 
 // Kinds of AnchorError.
 const (

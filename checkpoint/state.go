@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sys/unix"
 
@@ -26,8 +27,10 @@ var ErrNoState = errors.New("no checkpoint stored for this origin")
 // backwards (rollback) or sideways (fork) relative to what it saw before.
 //
 // Files: <dir>/<hex SHA-256 of the origin>.checkpoint holds the signed
-// checkpoint exactly as verified; <dir>/.lock is locked (flock) around every
-// read-check-write, so concurrent processes update it as a compare-and-swap.
+// checkpoint exactly as verified; <dir>/<hex SHA-256 of a source>.pin (JSON)
+// the origin and verifier key name a source (a server URL) showed first
+// (Pin); <dir>/.lock is locked (flock) around every read-check-write, so
+// concurrent processes update it as a compare-and-swap.
 // The directory is the verifier's own trusted storage: checkpoints read back
 // from it are not re-verified against a key (keys may rotate).
 type State struct {
@@ -116,6 +119,81 @@ func (s *State) Update(ctx context.Context, cp *Checkpoint, prove func(oldSize, 
 		}
 	}
 	if err := writeFileAtomic(s.path(cp.Origin), cp.Signed, 0o600); err != nil {
+		return false, fmt.Errorf("checkpoint: state: %w", err)
+	}
+	return true, nil
+}
+
+// A Pin is what a State remembers of a source (a server URL, say): the
+// origin of the checkpoints it showed and the name of the verifier key
+// that verified them.
+type Pin struct {
+	Source  string `json:"source"`
+	Origin  string `json:"origin"`
+	KeyName string `json:"key_name"`
+}
+
+func (s *State) pinPath(source string) string {
+	sum := sha256.Sum256([]byte(source))
+	return filepath.Join(s.dir, hex.EncodeToString(sum[:16])+".pin")
+}
+
+// Pinned returns the pin of source, or nil when it has none.
+func (s *State) Pinned(source string) (*Pin, error) {
+	path := s.pinPath(source)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: state: %w", err)
+	}
+	var p Pin
+	if err := json.Unmarshal(data, &p); err != nil || p.Source != source || p.Origin == "" {
+		return nil, fmt.Errorf("checkpoint: state pin file %s: %w: not the pin of %q", path, ErrMalformed, source)
+	}
+	return &p, nil
+}
+
+// Check returns an *OriginError when source is pinned to another origin
+// than origin; nil when it is pinned to origin or not pinned.
+func (s *State) Check(source, origin string) error {
+	p, err := s.Pinned(source)
+	if err != nil || p == nil || p.Origin == origin {
+		return err
+	}
+	return &OriginError{Pinned: *p, Offered: origin, File: s.pinPath(source)}
+}
+
+// Pin remembers p.Origin and p.KeyName for p.Source, the first time; later
+// it fails with an *OriginError (wrapping ErrOriginChanged) when p.Origin
+// is not the remembered origin, and changes nothing. A pin is never
+// moved: removing its file (named in the error) is the way to pin a
+// source anew. It reports whether p was stored. The read, check and write
+// happen under the state's lock, waited for until ctx is done.
+func (s *State) Pin(ctx context.Context, p Pin) (created bool, err error) {
+	if p.Source == "" || p.Origin == "" {
+		return false, errors.New("checkpoint: State.Pin needs a source and an origin")
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	old, err := s.Pinned(p.Source)
+	switch {
+	case err != nil:
+		return false, err
+	case old != nil && old.Origin != p.Origin:
+		return false, &OriginError{Pinned: *old, Offered: p.Origin, File: s.pinPath(p.Source)}
+	case old != nil:
+		return false, nil
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return false, err
+	}
+	if err := writeFileAtomic(s.pinPath(p.Source), append(data, '\n'), 0o600); err != nil {
 		return false, fmt.Errorf("checkpoint: state: %w", err)
 	}
 	return true, nil

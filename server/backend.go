@@ -51,7 +51,10 @@ type Backend interface {
 	// they were redacted).
 	Payload(ctx context.Context, seq uint64) ([]byte, error)
 	// Proof returns the inclusion proof of entry seq in the tree of
-	// treeSize entries (0: the current head) with a signed checkpoint.
+	// treeSize entries (0: the current head), leaving Checkpoint and
+	// Consistency empty: it signs nothing. The server answers readers
+	// against the latest signed checkpoint only (LatestProof), never one
+	// signed at a size a reader names.
 	Proof(ctx context.Context, seq, treeSize uint64) (*Proof, error)
 	// Workflow returns one page of a workflow's entries in seq order: at
 	// most limit (> 0) of those after seq after. The page's Next is the
@@ -61,7 +64,9 @@ type Backend interface {
 	// Blocks returns the agents blocked now.
 	Blocks(ctx context.Context) ([]Block, error)
 	// Checkpoint returns a signed C2SP checkpoint note of the current head
-	// (ErrUnavailable when the server has no signing key).
+	// (ErrUnavailable when the server has no signing key). It is the only
+	// method that signs: a checkpoint of the latest size, never of a past
+	// one (the same note while the head does not move).
 	Checkpoint(ctx context.Context) ([]byte, error)
 	// Consistency returns the RFC 6962 consistency proof between tree sizes
 	// from and to (lowercase hex hashes).
@@ -206,12 +211,24 @@ type Block struct {
 }
 
 // Proof is an inclusion proof of one entry with the checkpoint it proves
-// against.
+// against: the server's latest (TreeSize is its size). A reader that holds
+// an older tree asks for it (tree_size=K) and gets, besides, the
+// consistency proof from K to TreeSize.
 type Proof struct {
 	Seq        uint64   `json:"seq"`
 	TreeSize   uint64   `json:"tree_size"`
 	LeafHash   string   `json:"leaf_hash"`
 	RootHash   string   `json:"root_hash"`
 	Hashes     []string `json:"hashes"`     // audit path, RFC 6962 order, lowercase hex
-	Checkpoint string   `json:"checkpoint"` // signed note text
+	Checkpoint string   `json:"checkpoint"` // signed note text ("" when the server has no key)
+	// Consistency proves the tree of the size the reader asked for (From)
+	// a prefix of this one (To == TreeSize); nil when none was asked for.
+	Consistency *Consistency `json:"consistency,omitzero"`
+}
+
+// Consistency is an RFC 6962 consistency proof between two tree sizes.
+type Consistency struct {
+	From   uint64   `json:"from"`
+	To     uint64   `json:"to"`
+	Hashes []string `json:"hashes"` // lowercase hex
 }

@@ -43,7 +43,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"unknown kind", req{method: "GET", path: "/v1/entries?kind=bogus", as: pReader}, 422, server.CodeInvalidParameters, "", false, "want one of handoff, snapshot"},
 		{"limit too big", req{method: "GET", path: "/v1/entries?limit=5000", as: pReader}, 422, server.CodeInvalidParameters, "", false, ""},
 		{"until before since", req{method: "GET", path: "/v1/entries?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", as: pReader}, 422, server.CodeInvalidParameters, "", false, ""},
-		{"proof beyond head", req{method: "GET", path: "/v1/entries/1/proof?tree_size=99", as: pReader}, 422, server.CodeInvalidParameters, "", false, "beyond the head"},
+		{"proof beyond head", req{method: "GET", path: "/v1/entries/1/proof?tree_size=99", as: pReader}, 422, server.CodeInvalidParameters, "", false, "beyond the latest checkpoint"},
 		{"consistency reversed", req{method: "GET", path: "/v1/consistency?from=2&to=1", as: pReader}, 422, server.CodeInvalidParameters, "", false, ""},
 		{"consistency missing", req{method: "GET", path: "/v1/consistency?from=1", as: pReader}, 400, server.CodeBadRequest, "", false, "required"},
 		{"unknown format", req{method: "POST", path: "/v1/handoffs?format=pdf/9", as: pAll, body: docAB}, 400, server.CodeBadRequest, "no", false, "unknown format"},

@@ -727,21 +727,24 @@ func (s *Server) getProof(w http.ResponseWriter, r *http.Request, _ *Principal) 
 	if err != nil {
 		return err
 	}
-	var size uint64
+	var old uint64
 	if v := q.Get("tree_size"); v != "" {
-		if size, err = parseSeq("tree_size", v); err != nil {
+		if old, err = parseSeq("tree_size", v); err != nil {
 			return err
 		}
-		if size < seq {
-			return unprocessable("tree_size %d is below seq %d: the entry is not in that tree", size, seq)
+		if old < seq {
+			return unprocessable("tree_size %d is below seq %d: the entry is not in that tree", old, seq)
 		}
 	}
-	pf, err := s.cfg.Backend.Proof(r.Context(), seq, size)
+	// The latest checkpoint, never one signed at the reader's size: an
+	// old size is answered with a consistency proof to the latest.
+	cp, err := s.latestCheckpoint(r.Context(), max(seq, old))
 	if err != nil {
 		return err
 	}
-	if pf.Hashes == nil {
-		pf.Hashes = []string{}
+	pf, err := LatestProof(r.Context(), s.cfg.Backend, cp, seq, old)
+	if err != nil {
+		return err
 	}
 	return writeJSON(w, http.StatusOK, pf)
 }
@@ -815,7 +818,7 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request, _ *Princi
 	if _, err := query(r); err != nil {
 		return err
 	}
-	b, err := s.servedCheckpoint(r.Context())
+	b, err := s.latestCheckpoint(r.Context(), 0)
 	if err != nil {
 		return err
 	}
@@ -823,12 +826,6 @@ func (s *Server) getCheckpoint(w http.ResponseWriter, r *http.Request, _ *Princi
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(b)
 	return err
-}
-
-type consistencyAnswer struct {
-	From   uint64   `json:"from"`
-	To     uint64   `json:"to"`
-	Hashes []string `json:"hashes"`
 }
 
 func (s *Server) getConsistency(w http.ResponseWriter, r *http.Request, _ *Principal) error {
@@ -857,7 +854,7 @@ func (s *Server) getConsistency(w http.ResponseWriter, r *http.Request, _ *Princ
 	if hs == nil {
 		hs = []string{}
 	}
-	return writeJSON(w, http.StatusOK, consistencyAnswer{From: from, To: to, Hashes: hs})
+	return writeJSON(w, http.StatusOK, Consistency{From: from, To: to, Hashes: hs})
 }
 
 // streamWriter writes a long answer: each write extends the connection's

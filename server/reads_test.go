@@ -167,7 +167,13 @@ func TestReads(t *testing.T) {
 		t.Fatalf("payload: %d %q %v", r.status, r.body, r.header)
 	}
 	// Proof, workflow, blocks, checkpoint, consistency.
-	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof?tree_size=4", as: pReader}).body); pf.Seq != 2 || pf.TreeSize != 4 || pf.Hashes == nil || !strings.Contains(pf.Checkpoint, "\n4\n") {
+	// An old size is answered against the latest checkpoint (5), with the
+	// consistency proof from the old size; none without tree_size.
+	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof?tree_size=4", as: pReader}).body); pf.Seq != 2 || pf.TreeSize != 5 || pf.Hashes == nil ||
+		!strings.Contains(pf.Checkpoint, "\n5\n") || pf.Consistency == nil || pf.Consistency.From != 4 || pf.Consistency.To != 5 || pf.Consistency.Hashes == nil {
+		t.Errorf("proof at tree_size=4 = %+v %+v", pf, pf.Consistency)
+	}
+	if pf := decode[server.Proof](t, h.do(req{method: "GET", path: "/v1/entries/2/proof", as: pReader}).body); pf.TreeSize != 5 || pf.Consistency != nil {
 		t.Errorf("proof = %+v", pf)
 	}
 	type wf struct {
@@ -254,5 +260,45 @@ func TestOperator(t *testing.T) {
 	}
 	if r := h.do(req{method: "POST", path: "/v1/reload", as: pOperator, body: `{"force":true}`, ctype: "application/json"}); r.status != 400 {
 		t.Fatalf("reload with a parameter: %d", r.status)
+	}
+}
+
+// TestProofCheckpointServed: a proof is against the checkpoint readers
+// are served: the cosigned one (TilesConfig.Checkpoint) when it covers the
+// entry and the size asked for, else the backend's of its head; never
+// one of the size asked for.
+func TestProofCheckpointServed(t *testing.T) {
+	cosigned := "example.com/ledger\n3\n" + base64.StdEncoding.EncodeToString(make([]byte, 32)) +
+		"\n\n— example.com/ledger AAAAAAAAAAAA\n— witness.example BBBBBBBBBBBB\n"
+	h := startTiles(t, server.TilesConfig{Checkpoint: func() []byte { return []byte(cosigned) }})
+	for range 5 {
+		if r := h.do(req{method: "POST", path: "/v1/handoffs?from=agent-c&to=agent-a", as: pAll, body: docAB}); r.status != 201 {
+			t.Fatalf("seed: %d %s", r.status, r.body)
+		}
+	}
+	for _, c := range []struct {
+		path     string
+		size     uint64
+		cosigned bool
+		consFrom uint64
+	}{
+		{"/v1/entries/2/proof", 3, true, 0},
+		{"/v1/entries/2/proof?tree_size=2", 3, true, 2},
+		{"/v1/entries/3/proof?tree_size=3", 3, true, 3},
+		{"/v1/entries/5/proof", 5, false, 0},             // past the cosigned checkpoint
+		{"/v1/entries/2/proof?tree_size=4", 5, false, 4}, // a size past it too
+	} {
+		r := h.do(req{method: "GET", path: c.path, as: pReader})
+		pf := decode[server.Proof](t, r.body)
+		if r.status != 200 || pf.TreeSize != c.size || strings.Contains(pf.Checkpoint, "witness.example") != c.cosigned ||
+			!strings.HasPrefix(pf.Checkpoint, fmt.Sprintf("example.com/ledger\n%d\n", c.size)) {
+			t.Errorf("%s: %d, tree size %d, checkpoint %q; want size %d, cosigned %v", c.path, r.status, pf.TreeSize, pf.Checkpoint, c.size, c.cosigned)
+		}
+		if (pf.Consistency != nil) != (c.consFrom != 0) || pf.Consistency != nil && (pf.Consistency.From != c.consFrom || pf.Consistency.To != c.size) {
+			t.Errorf("%s: consistency %+v, want from %d to %d", c.path, pf.Consistency, c.consFrom, c.size)
+		}
+	}
+	if r := h.do(req{method: "GET", path: "/v1/entries/9/proof", as: pReader}); r.status != 404 {
+		t.Errorf("proof of an entry past the head: %d %s, want 404", r.status, r.body)
 	}
 }

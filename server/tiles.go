@@ -96,7 +96,7 @@ func (s *Server) tileRoutes() []*route {
 }
 
 func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Principal) error {
-	b, err := s.servedCheckpoint(r.Context())
+	b, err := s.latestCheckpoint(r.Context(), 0)
 	if err != nil {
 		return err
 	}
@@ -108,18 +108,13 @@ func (s *Server) getTileCheckpoint(w http.ResponseWriter, r *http.Request, _ *Pr
 	return err
 }
 
-// servedCheckpoint returns the checkpoint of TilesConfig.Checkpoint, else
-// (unless CosignedOnly) the backend's.
-func (s *Server) servedCheckpoint(ctx context.Context) ([]byte, error) {
-	if s.cfg.Tiles != nil && s.cfg.Tiles.Checkpoint != nil {
-		if b := s.cfg.Tiles.Checkpoint(); b != nil {
-			return b, nil
-		}
-		if s.cfg.Tiles.CosignedOnly {
-			return nil, fmt.Errorf("%w: no checkpoint has been cosigned by the witness policy's quorum yet, and only a cosigned one is served", ErrUnavailable)
-		}
+// cosignedCheckpoint returns the checkpoint of TilesConfig.Checkpoint,
+// or nil.
+func (s *Server) cosignedCheckpoint() []byte {
+	if s.cfg.Tiles == nil || s.cfg.Tiles.Checkpoint == nil {
+		return nil
 	}
-	return s.cfg.Backend.Checkpoint(ctx)
+	return s.cfg.Tiles.Checkpoint()
 }
 
 func (s *Server) getTile(w http.ResponseWriter, r *http.Request, _ *Principal) error {

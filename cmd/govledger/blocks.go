@@ -40,7 +40,7 @@ Examples:
   govledger --output json blocks | jq -r '.blocks[].agent'
   govledger blocks --server http://127.0.0.1:8080
 ` + remoteHelp,
-		Flags: []cli.Flag{serverFlag()},
+		Flags: serverFlags(),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

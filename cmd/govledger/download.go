@@ -1,66 +1,64 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/govledger/govledger/server/client"
 )
 
-// Defaults of the bounds on a download from a server (verify --server's
-// export): a server that stops sending, or sends without end, cannot hold
-// the client forever or fill its disk.
+// Defaults of the bounds on every download from a server (the answers of
+// a --server command, monitor's fetches): a server that stops sending, or
+// sends without end, cannot hold the client forever or fill its disk.
 const (
-	defaultDownloadIdle = 60 * time.Second
-	defaultDownloadMax  = 8 << 30 // bytes
+	defaultDownloadIdle = client.DefaultIdle
+	defaultDownloadMax  = client.DefaultMaxDownload
 )
 
-// errDownloadIdle and errDownloadTooLarge say why a download was cut.
-var (
-	errDownloadIdle     = errors.New("the server sent nothing for too long")
-	errDownloadTooLarge = errors.New("the download is larger than its cap")
-)
+// downloadFlags are --idle-timeout and --max-download, the bounds of the
+// downloads of a command that talks to a server (what names it, e.g.
+// "with --server").
+func downloadFlags(what string) []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "idle-timeout", Value: defaultDownloadIdle,
+			Usage: what + ": cut an answer (or export) when the server sends nothing for this long, waiting for it included"},
+		&cli.Int64Flag{Name: "max-download", Value: defaultDownloadMax,
+			Usage: what + ": cut an answer (or export) beyond this many bytes (JSON answers are also capped at 64 MiB)"},
+	}
+}
 
-// boundedCopy copies what open returns into dst, cutting it when no byte
-// arrives for idle, or when more than max bytes arrive. open is given a
-// context that is cancelled when the download is cut, so the request
-// ends with it. It returns the bytes copied.
-func boundedCopy(ctx context.Context, dst io.Writer, max int64, idle time.Duration, open func(context.Context) (io.ReadCloser, error)) (int64, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	timer := time.AfterFunc(idle, func() { cancel(fmt.Errorf("%w (%s)", errDownloadIdle, idle)) })
-	defer timer.Stop()
-	body, err := open(ctx)
-	if err != nil {
-		if c := context.Cause(ctx); errors.Is(c, errDownloadIdle) {
-			return 0, c
-		}
-		return 0, err
+// boundedClient returns an HTTP client whose every answer is cut after
+// --idle-timeout without a byte or beyond --max-download bytes (the
+// defaults where the command has no such flag). timeout, when not 0,
+// bounds each whole request too.
+func boundedClient(c *cli.Context, timeout time.Duration) (*http.Client, error) {
+	l := client.Limits{Idle: defaultDownloadIdle, Max: defaultDownloadMax}
+	if c.IsSet("idle-timeout") || c.Duration("idle-timeout") != 0 {
+		l.Idle = c.Duration("idle-timeout")
 	}
-	defer body.Close()
-	var n int64
-	buf := make([]byte, 64<<10)
-	for {
-		timer.Reset(idle)
-		k, rerr := body.Read(buf)
-		if k > 0 {
-			if n+int64(k) > max {
-				return n, fmt.Errorf("%w: over %d bytes (raise --max-download)", errDownloadTooLarge, max)
-			}
-			if _, err := dst.Write(buf[:k]); err != nil {
-				return n, err
-			}
-			n += int64(k)
-		}
-		if errors.Is(rerr, io.EOF) {
-			return n, nil
-		}
-		if rerr != nil {
-			if c := context.Cause(ctx); errors.Is(c, errDownloadIdle) {
-				return n, c
-			}
-			return n, rerr
-		}
+	if c.IsSet("max-download") || c.Int64("max-download") != 0 {
+		l.Max = c.Int64("max-download")
 	}
+	if l.Idle <= 0 {
+		return nil, usageErr("--idle-timeout must be positive")
+	}
+	if l.Max <= 0 {
+		return nil, usageErr("--max-download must be positive")
+	}
+	return &http.Client{Timeout: timeout, Transport: l.Transport(http.DefaultTransport.(*http.Transport).Clone())}, nil
+}
+
+// downloadHint names the flag that bounds a download err was cut by.
+func downloadHint(err error) error {
+	switch {
+	case errors.Is(err, client.ErrIdle):
+		return fmt.Errorf("%w (raise --idle-timeout)", err)
+	case errors.Is(err, client.ErrTooLarge):
+		return fmt.Errorf("%w (raise --max-download)", err)
+	}
+	return err
 }

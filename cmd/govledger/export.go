@@ -28,10 +28,9 @@ Examples:
   govledger export --out audit.jsonl && govledger verify --export audit.jsonl
   govledger export --server http://127.0.0.1:8080 --out audit.jsonl
 ` + remoteHelp + ` The token needs ledger:read and payload:read.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "write to this file (atomically) instead of standard output"},
-			serverFlag(),
-		},
+		}, serverFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

@@ -46,7 +46,7 @@ Examples:
   govledger log --code HASH_MISMATCH --output json | jq .seq
   govledger log --server http://127.0.0.1:8080 --decision rejected
 ` + remoteHelp,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "source or target agent"},
 			&cli.StringFlag{Name: "decision", Usage: "accepted or rejected"},
 			&cli.StringFlag{Name: "code", Usage: "reason code, e.g. HASH_MISMATCH"},
@@ -58,8 +58,7 @@ Examples:
 			&cli.BoolFlag{Name: "reverse", Usage: "oldest first"},
 			&cli.Uint64Flag{Name: "before", Usage: "only entries with a lower seq (the cursor of the next page, newest first)"},
 			&cli.Uint64Flag{Name: "after", Usage: "only entries with a higher seq (the cursor of the next page with --reverse)"},
-			serverFlag(),
-		},
+		}, serverFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

@@ -38,13 +38,16 @@ keeps the last good checkpoint (it is the evidence). Without --once it checks
 every --interval until such a finding; a log it cannot reach is reported on
 standard error and tried again.
 
+Every fetch is cut when the log sends nothing for --idle-timeout (default 60s)
+or more than --max-download bytes, and after a minute in all.
+
 Exit codes: 0 (with --once) consistent; 1 fork, rollback, bad signature, too few
 cosignatures, another origin or a bad entry; 2 usage; 3 the log could not be read.
 
 Examples:
   govledger monitor --log https://ledger.example.com/log --key ledger.pub --state ~/.govledger-monitor --once
   govledger monitor --log https://sum.golang.org --policy sumdb.policy --state st   # any tlog-tiles log`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "log", Usage: "the log's URL prefix (<log>/checkpoint, <log>/tile/...)", Destination: &logURL},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the last checkpoint seen and the pinned origin", Destination: &stateDir},
 			&cli.StringFlag{Name: "policy", Usage: "tlog-policy file: log keys, witnesses, quorum", Destination: &policyFile},
@@ -53,7 +56,7 @@ Examples:
 			&cli.StringFlag{Name: "token-file", Usage: "file holding a bearer token sent with every request (entry bundles of a private log)", Destination: &tokenFile},
 			&cli.BoolFlag{Name: "once", Usage: "check once and exit", Destination: &once},
 			&cli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "time between checks without --once", Destination: &interval},
-		},
+		}, downloadFlags("each fetch from --log")...),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err
@@ -89,8 +92,11 @@ Examples:
 				}
 				vs = append(vs, v)
 			}
-			o := monitor.Options{Log: logURL, State: stateDir, Policy: withKeys(policy, vs), Entries: entries,
-				Client: &http.Client{Timeout: time.Minute}}
+			hc, err := boundedClient(c, time.Minute)
+			if err != nil {
+				return err
+			}
+			o := monitor.Options{Log: logURL, State: stateDir, Policy: withKeys(policy, vs), Entries: entries, Client: hc}
 			if tokenFile != "" {
 				b, err := os.ReadFile(tokenFile)
 				if err != nil {
@@ -100,6 +106,7 @@ Examples:
 			}
 			for {
 				res, err := monitor.Check(c.Context, o)
+				err = downloadHint(err)
 				if err == nil || !errors.Is(err, monitor.ErrFetch) || once {
 					if werr := reportMonitor(g, res, err); werr != nil {
 						return werr

@@ -303,12 +303,11 @@ Examples:
 ` + remoteHelp + `
 With --server, the decision settings (--strict, --max-age, --max-payload,
 --root) are the server's and the submitter is the token's principal.`,
-		Flags: append(decisionFlags(),
+		Flags: append(append(decisionFlags(),
 			&cli.StringFlag{Name: "idempotency-key", Usage: "retry key of the one document: a retry returns the first decision and appends nothing"},
 			&cli.StringFlag{Name: "workflow", Usage: "record documents that carry no workflow id under this one (1-256 bytes of UTF-8)"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait this long for a ledger another process holds (default: $GOVLEDGER_WAIT, else 30s)"},
-			serverFlag(),
-		),
+		), serverFlags()...),
 		Action: func(c *cli.Context) error {
 			if cl, err := remoteClient(c, g); cl != nil || err != nil {
 				if err != nil {

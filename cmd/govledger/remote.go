@@ -33,13 +33,20 @@ func serverFlag() cli.Flag {
 		"the bearer token is read from $GOVLEDGER_TOKEN only, never from a flag, which would land in shell history"}
 }
 
+// serverFlags are --server and the bounds of its downloads.
+func serverFlags() []cli.Flag {
+	return append([]cli.Flag{serverFlag()}, downloadFlags("with --server")...)
+}
+
 // remoteHelp is the paragraph the client commands add to their --help.
 const remoteHelp = `
 With --server URL (or GOVLEDGER_SERVER) the command goes through the HTTP API
 of a running 'govledger serve' instead of opening --db, with the bearer token
 from the GOVLEDGER_TOKEN environment variable (never a flag: it would land in
 shell history). The output is the same. A refusal by the server exits 2
-(401/403 with the server's reason), an unreachable or overloaded server 3.`
+(401/403 with the server's reason), an unreachable or overloaded server 3.
+Every answer is cut (exit 3) when the server sends nothing for --idle-timeout
+(default 60s) or more than --max-download bytes (default 8 GiB).`
 
 // remoteClient returns the client of --server (or GOVLEDGER_SERVER), or
 // nil when neither is set.
@@ -51,7 +58,11 @@ func remoteClient(c *cli.Context, g *globals) (*client.Client, error) {
 	if u == "" {
 		return nil, nil
 	}
-	cl, err := client.New(u, g.getenv("GOVLEDGER_TOKEN"), &http.Client{})
+	hc, err := boundedClient(c, 0)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.New(u, g.getenv("GOVLEDGER_TOKEN"), hc)
 	if err != nil {
 		return nil, usageErr("--server: %v", err)
 	}
@@ -63,6 +74,7 @@ func remoteClient(c *cli.Context, g *globals) (*client.Client, error) {
 // is 2, an unreachable, overloaded or failing server (429, 5xx, no
 // answer, an unusable answer) is 3.
 func remoteErr(cl *client.Client, err error) error {
+	err = downloadHint(err)
 	var pe *client.ProblemError
 	switch {
 	case err == nil:

@@ -15,12 +15,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/internal/strictjson"
 )
@@ -498,5 +500,81 @@ func TestVerifyServerState(t *testing.T) {
 		if code != c.code || !strings.Contains(out, c.want) || (c.reject != "" && strings.Contains(out, c.reject)) {
 			t.Errorf("%s: exit %d, want %d and %q in:\n%s", c.what, code, c.code, c.want, out)
 		}
+	}
+}
+
+// TestVerifyServerOrigin: verify --server --state pins the server to the
+// origin (and verifier key name) of the first checkpoint it verified
+// there. The same server then showing a checkpoint of another origin,
+// signed by the same key (a log started afresh, whose empty state would
+// hide a rollback), is refused with exit 1, naming both origins; the pin
+// does not move.
+func TestVerifyServerOrigin(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	keyFile := filepath.Join(e.dir, "ledger.key")
+	if out, code := e.cli("--origin", "example.com/clients", "keygen", "--out", strings.TrimSuffix(keyFile, ".key"), "example.com/clients"); code != 0 {
+		t.Fatalf("keygen: %d %s", code, out)
+	}
+	pub := strings.TrimSuffix(keyFile, ".key") + ".pub"
+	s := e.start("--key", keyFile, "--origin", "example.com/clients")
+	if _, errOut, code := e.runAs("writer", append([]string{"record", "--server", s.url}, recordArgs(e, recordBatches[0][:2])...)...); code > 1 {
+		t.Fatalf("record: exit %d %s", code, errOut)
+	}
+	signer, err := checkpoint.LoadSigner(keyFile, "example.com/clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A proxy that, once told to, re-signs the server's checkpoint under
+	// another origin with the same key: same size, same root.
+	var otherOrigin atomic.Bool
+	target, _ := url.Parse(s.url)
+	p := httputil.NewSingleHostReverseProxy(target)
+	p.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != "/v1/checkpoint" || !otherOrigin.Load() {
+			return nil
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		cp, err := checkpoint.Parse(b)
+		if err != nil {
+			return err
+		}
+		cp.Origin = "example.com/fresh"
+		out, err := checkpoint.Sign(cp, signer)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(out))
+		r.ContentLength = int64(len(out))
+		r.Header.Del("Content-Length")
+		return nil
+	}
+	proxy := httptest.NewServer(p)
+	defer proxy.Close()
+	state := filepath.Join(e.dir, "state")
+	verify := func(args ...string) (string, int) {
+		out, errOut, code := e.runAs("auditor", append([]string{"verify", "--server", proxy.URL, "--key", pub}, args...)...)
+		return out + errOut, code
+	}
+	if out, code := verify("--state", state); code != 0 {
+		t.Fatalf("first verify: exit %d\n%s", code, out)
+	}
+	otherOrigin.Store(true)
+	// Without --state the re-signed checkpoint verifies (the key signed it):
+	// only the pin can tell.
+	if out, code := verify(); code != 0 || !strings.Contains(out, "example.com/fresh") {
+		t.Fatalf("another origin without --state: exit %d, want 0\n%s", code, out)
+	}
+	for range 2 { // refused, and the pin stays
+		out, code := verify("--state", state)
+		if code != 1 || !strings.Contains(out, `origin "example.com/fresh"`) || !strings.Contains(out, `remembers origin "example.com/clients" (verifier key "example.com/clients")`) {
+			t.Fatalf("another origin with --state: exit %d, want 1 naming both origins\n%s", code, out)
+		}
+	}
+	otherOrigin.Store(false)
+	if out, code := verify("--state", state); code != 0 {
+		t.Fatalf("the pinned origin again: exit %d\n%s", code, out)
 	}
 }

@@ -74,9 +74,19 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	_, err = boundedCopy(ctx, f, c.Int64("max-download"), c.Duration("idle-timeout"), func(ctx context.Context) (io.ReadCloser, error) {
-		return cl.Export(ctx, 0)
-	})
+	// The client's transport cuts the download after --idle-timeout
+	// without a byte or beyond --max-download bytes.
+	err = func() error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		body, err := cl.Export(ctx, 0)
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		_, err = io.Copy(f, body)
+		return err
+	}()
 	var pe *client.ProblemError
 	switch {
 	case errors.As(err, &pe), errors.Is(err, client.ErrTransport):
@@ -94,6 +104,21 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 	res.Entries, res.Head, res.FirstBad, res.Redacted = rep.Entries, rep.Head.String(), rep.FirstBad, rep.Redacted
 	res.Findings = append(res.Findings, rep.Findings...)
 
+	// With --state, the server is pinned to the origin of the first
+	// checkpoint verified from it: a checkpoint of another origin (a log
+	// started afresh, whose empty state would hide a rollback) is refused.
+	stateDir := c.String("state")
+	var st *checkpoint.State
+	if cp != nil && stateDir != "" {
+		if st, err = checkpoint.OpenState(stateDir); err != nil {
+			return internalErr(err)
+		}
+		if err := st.Check(cl.URL(), cp.Origin); errors.Is(err, checkpoint.ErrOriginChanged) {
+			anchorErr, cp = err, nil
+		} else if err != nil {
+			return internalErr(err)
+		}
+	}
 	if cp != nil {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return internalErr(err)
@@ -108,12 +133,15 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 			// the newest checkpoint verified before: a smaller checkpoint
 			// with an export cut to it is a rollback, an export whose
 			// entries disagree with it a fork.
-			res.Anchor, anchorErr = checkpoint.VerifyAnchorContext(ctx, tr, cpText, key, c.String("state"))
+			res.Anchor, anchorErr = checkpoint.VerifyAnchorContext(ctx, tr, cpText, key, stateDir)
 			if errors.Is(anchorErr, checkpoint.ErrKeyFormat) {
 				return inputErr(fmt.Errorf("verify: --key: %w", anchorErr))
 			}
 			if anchorErr == nil {
 				anchorErr = policyErr // a checkpoint the policy refuses verifies nothing
+			}
+			if anchorErr == nil && st != nil {
+				_, anchorErr = st.Pin(ctx, checkpoint.Pin{Source: cl.URL(), Origin: cp.Origin, KeyName: keyName(key, cp.Origin)})
 			}
 			if anchorErr == nil && res.Anchor != nil {
 				res.VerifiedThrough = max(res.Anchor.CheckpointSize, res.Anchor.StateSize)
@@ -140,6 +168,16 @@ func remoteVerify(c *cli.Context, g *globals, cl *client.Client) error {
 		return found()
 	}
 	return nil
+}
+
+// keyName is the name of the verifier key (an OpenSSH key takes the
+// checkpoint's origin), or "" when it does not parse.
+func keyName(key, origin string) string {
+	v, _, err := checkpoint.ParseVerifier([]byte(key), origin)
+	if err != nil {
+		return ""
+	}
+	return v.Name()
 }
 
 // openCheckpoint verifies the signed checkpoint cpText under the verifier

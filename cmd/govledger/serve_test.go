@@ -180,30 +180,43 @@ func TestServeEndToEnd(t *testing.T) {
 	if err != nil || cp.Size != head {
 		t.Fatalf("checkpoint: %v %s", err, a.body)
 	}
-	for _, size := range []uint64{0, seq01 + 1} {
-		a = e.do(s, "GET", "/v1/entries/"+itoaU(seq01)+"/proof?tree_size="+itoaU(max(size, seq01)), "reader", nil)
-		if size == 0 {
-			a = e.do(s, "GET", "/v1/entries/"+itoaU(seq01)+"/proof", "reader", nil)
+	// Every proof is against the latest checkpoint; an old tree size
+	// adds the consistency proof from it, checked against the reader's
+	// own root of that size (here: of the first two entries).
+	e1 := decodeView(t, e.do(s, "GET", "/v1/entries/1", "reader", nil).body)
+	e2 := decodeView(t, e.do(s, "GET", "/v1/entries/2", "reader", nil).body)
+	root2 := tlog.NodeHash(hash1(t, e1.Hash), hash1(t, e2.Hash))
+	for _, size := range []uint64{0, 2, seq01 + 1} {
+		path := "/v1/entries/" + itoaU(min(seq01, max(size, 1))) + "/proof"
+		if size != 0 {
+			path += "?tree_size=" + itoaU(size)
 		}
+		a = e.do(s, "GET", path, "reader", nil)
 		var pf server.Proof
 		if err := json.Unmarshal(a.body, &pf); err != nil {
 			t.Fatalf("proof: %v %s", err, a.body)
 		}
 		pcp, err := checkpoint.Open([]byte(pf.Checkpoint), note.VerifierList(verifier), "example.com/serve-test")
-		if err != nil || pcp.Size != pf.TreeSize || hex.EncodeToString(pcp.Hash[:]) != pf.RootHash {
-			t.Fatalf("proof's checkpoint: %v %+v", err, pf)
+		if err != nil || pcp.Size != pf.TreeSize || pcp.Size != head || hex.EncodeToString(pcp.Hash[:]) != pf.RootHash {
+			t.Fatalf("%s: the proof's checkpoint is not the latest (size %d): %v %+v", path, head, err, pf)
 		}
-		if err := tlog.CheckRecord(hashes(t, pf.Hashes), int64(pf.TreeSize), pcp.Hash, int64(seq01-1), hash1(t, ev.Hash)); err != nil {
-			t.Fatalf("inclusion proof of seq %d in %d: %v", seq01, pf.TreeSize, err)
+		if err := tlog.CheckRecord(hashes(t, pf.Hashes), int64(pf.TreeSize), pcp.Hash, int64(pf.Seq-1), hash1(t, pf.LeafHash)); err != nil {
+			t.Fatalf("inclusion proof of seq %d in %d: %v", pf.Seq, pf.TreeSize, err)
+		}
+		if size == 2 {
+			if pf.Consistency == nil || pf.Consistency.From != 2 || pf.Consistency.To != head {
+				t.Fatalf("%s: consistency %+v", path, pf.Consistency)
+			}
+			if err := tlog.CheckTree(hashes(t, pf.Consistency.Hashes), int64(head), cp.Hash, 2, root2); err != nil {
+				t.Fatalf("consistency proof 2 -> %d: %v", head, err)
+			}
 		}
 	}
-	var oldPf server.Proof
-	json.Unmarshal(e.do(s, "GET", "/v1/entries/1/proof?tree_size=2", "reader", nil).body, &oldPf)
 	var cons struct {
 		Hashes []string `json:"hashes"`
 	}
 	json.Unmarshal(e.do(s, "GET", "/v1/consistency?from=2&to="+itoaU(head), "reader", nil).body, &cons)
-	if err := tlog.CheckTree(hashes(t, cons.Hashes), int64(head), cp.Hash, 2, hash1(t, oldPf.RootHash)); err != nil {
+	if err := tlog.CheckTree(hashes(t, cons.Hashes), int64(head), cp.Hash, 2, root2); err != nil {
 		t.Fatalf("consistency proof 2 -> %d: %v", head, err)
 	}
 	wantProblem(t, "consistency beyond the head", e.do(s, "GET", "/v1/consistency?from=1&to=999999", "reader", nil), 422, server.CodeInvalidParameters)
@@ -518,4 +531,13 @@ func TestServeRefusesToStart(t *testing.T) {
 	if code := s.stop(); code != 0 {
 		t.Fatalf("stop: exit %d", code)
 	}
+}
+
+func decodeView(t *testing.T, body []byte) server.EntryView {
+	t.Helper()
+	var v server.EntryView
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("entry: %v %s", err, body)
+	}
+	return v
 }

@@ -52,7 +52,7 @@ Examples:
   govledger --output json show 12 | jq -r .payload
   govledger show --server http://127.0.0.1:8080 12
 ` + remoteHelp + ` The token needs ledger:read and payload:read.`,
-		Flags: []cli.Flag{serverFlag()},
+		Flags: serverFlags(),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

@@ -32,7 +32,7 @@ Examples:
   govledger --output json trace workflow-abc123
   govledger trace --server http://127.0.0.1:8080 workflow-abc123
 ` + remoteHelp,
-		Flags: []cli.Flag{serverFlag()},
+		Flags: serverFlags(),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

@@ -67,16 +67,13 @@ and the server must extend it: an older checkpoint with an export cut to it
 is a rollback, an export that disagrees with it a fork (exit 1, saying
 which). The download is cut after --idle-timeout without a byte, or beyond
 --max-download bytes.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "export", Usage: "verify a JSON Lines export instead of the database"},
 			&cli.StringFlag{Name: "checkpoint", Usage: "signed checkpoint the ledger must extend"},
 			&cli.StringFlag{Name: "key", Usage: "verifier key (note format NAME+hash+key, or an OpenSSH ed25519 public key file) for --checkpoint"},
 			&cli.StringFlag{Name: "state", Usage: "folder keeping the newest checkpoint seen; refuses to go backwards"},
 			&cli.StringFlag{Name: "policy", Usage: "tlog-policy file: the checkpoint must be signed by its log key and cosigned by its quorum of witnesses (replaces or adds to --key)"},
-			serverFlag(),
-			&cli.DurationFlag{Name: "idle-timeout", Value: defaultDownloadIdle, Usage: "with --server: cut the export download when the server sends nothing for this long"},
-			&cli.Int64Flag{Name: "max-download", Value: defaultDownloadMax, Usage: "with --server: cut the export download beyond this many bytes"},
-		},
+		}, serverFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := noFlagsAfterArgs(c); err != nil {
 				return err

@@ -80,9 +80,11 @@ type Client struct {
 }
 
 // New returns a client of the server at baseURL (http or https, no query)
-// authenticating with the bearer token ("" for none). hc nil uses a client
-// with a 60-second timeout for whole answers; streams (Export) are bounded
-// by their context only.
+// authenticating with the bearer token ("" for none). Whole answers are
+// bounded by a 60-second timeout, streams (Export) by their context. hc
+// nil uses a client under the default Limits (an answer is cut after 60
+// seconds without a byte, or beyond 8 GiB); give an hc whose Transport is
+// Limits.Transport to choose them.
 func New(baseURL, token string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -96,7 +98,7 @@ func New(baseURL, token string, hc *http.Client) (*Client, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: Limits{}.Transport(nil)}
 	}
 	return &Client{base: u, token: token, hc: hc}, nil
 }
@@ -415,6 +417,32 @@ func (c *Client) Blocks(ctx context.Context) ([]server.Block, error) {
 		return nil, err
 	}
 	return a.Blocks, nil
+}
+
+// Proof returns the inclusion proof of entry seq against the server's
+// latest checkpoint and, when oldSize is not 0 (a tree size the caller
+// holds), the consistency proof from oldSize to it. The server never
+// signs a checkpoint at oldSize: check your root of that size with
+// tlog.CheckTree against the answer's checkpoint, opened with a key you
+// trust. Nothing is verified here but the answer's shape: its seq, and a
+// consistency proof from oldSize to the proof's tree size.
+func (c *Client) Proof(ctx context.Context, seq, oldSize uint64) (*server.Proof, error) {
+	var q url.Values
+	if oldSize != 0 {
+		q = url.Values{"tree_size": {strconv.FormatUint(oldSize, 10)}}
+	}
+	path := "/v1/entries/" + strconv.FormatUint(seq, 10) + "/proof"
+	var pf server.Proof
+	if err := c.getJSON(ctx, path, q, &pf); err != nil {
+		return nil, err
+	}
+	switch cs := pf.Consistency; {
+	case pf.Seq != seq || pf.TreeSize < seq:
+		return nil, fmt.Errorf("%w: GET %s: a proof of seq %d in a tree of %d entries", ErrAnswer, path, pf.Seq, pf.TreeSize)
+	case oldSize != 0 && (cs == nil || cs.From != oldSize || cs.To != pf.TreeSize):
+		return nil, fmt.Errorf("%w: GET %s: no consistency proof from %d to the proof's tree size %d", ErrAnswer, path, oldSize, pf.TreeSize)
+	}
+	return &pf, nil
 }
 
 // Checkpoint returns the server's signed checkpoint note of its head. It

@@ -22,6 +22,9 @@ func TestErrors(t *testing.T) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(502)
 			io.WriteString(w, "<html>bad gateway</html>")
+		case r.URL.Path == "/v1/entries/3/proof":
+			// A server signing at the size asked for: no consistency proof.
+			io.WriteString(w, `{"seq":3,"tree_size":4,"leaf_hash":"","root_hash":"","hashes":[],"checkpoint":""}`)
 		case r.URL.Path == "/v1/entries/7":
 			io.WriteString(w, `{"seq":8,"hash":"00","entry":{}}`)
 		default:
@@ -48,6 +51,7 @@ func TestErrors(t *testing.T) {
 		{"502 from a proxy", func() error { _, err := good.Blocks(ctx); return err }(), 502, "", nil, "502: <html>bad gateway</html>"},
 		{"wrong seq", func() error { _, err := good.Entry(ctx, 7); return err }(), 0, "", ErrAnswer, "answered seq 8"},
 		{"not JSON", func() error { _, err := good.Workflow(ctx, "a/b"); return err }(), 0, "", ErrAnswer, "GET /v1/workflows/a%2Fb"},
+		{"proof without consistency", func() error { _, err := good.Proof(ctx, 3, 4); return err }(), 0, "", ErrAnswer, "no consistency proof from 4"},
 		{"nothing listening", func() error { _, err := gone.Checkpoint(ctx); return err }(), 0, "", ErrTransport, "no answer"},
 	} {
 		var pe *ProblemError

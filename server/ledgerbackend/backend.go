@@ -73,7 +73,7 @@ type Options struct {
 	// Root is the folder relative paths in documents resolve against
 	// ("" skips the file-system rules).
 	Root string
-	// Signer signs checkpoints and proofs' checkpoints; nil: Checkpoint
+	// Signer signs the checkpoints of the head (Checkpoint); nil: Checkpoint
 	// answers ErrUnavailable and proofs carry no checkpoint.
 	Signer note.Signer
 	// Metrics receive appends and commits (nil: none).
@@ -129,6 +129,10 @@ type Backend struct {
 	stats   ledger.Stats
 
 	filters filterIndex // codes, formats and kinds (index.go)
+
+	cpMu   sync.Mutex
+	cpText []byte // the latest signed checkpoint (Checkpoint), of cpSize entries
+	cpSize uint64
 }
 
 var _ server.Backend = (*Backend)(nil)
@@ -894,7 +898,8 @@ func (b *Backend) Blocks(ctx context.Context) ([]server.Block, error) {
 	return out, nil
 }
 
-// Proof implements server.Backend.
+// Proof implements server.Backend: the inclusion proof only, unsigned
+// (the server adds the latest checkpoint, see server.LatestProof).
 func (b *Backend) Proof(ctx context.Context, seq, treeSize uint64) (*server.Proof, error) {
 	head, err := b.l.TreeSize(ctx)
 	if err != nil {
@@ -921,15 +926,7 @@ func (b *Backend) Proof(ctx context.Context, seq, treeSize uint64) (*server.Proo
 	if err != nil {
 		return nil, readErr(err)
 	}
-	pf := &server.Proof{Seq: seq, TreeSize: treeSize, LeafHash: v.Hash, RootHash: hex.EncodeToString(root[:]), Hashes: hexes(rp)}
-	if b.o.Signer != nil {
-		msg, err := checkpoint.Sign(&checkpoint.Checkpoint{Origin: b.l.Origin(), Size: treeSize, Hash: root}, b.o.Signer)
-		if err != nil {
-			return nil, err
-		}
-		pf.Checkpoint = string(msg)
-	}
-	return pf, nil
+	return &server.Proof{Seq: seq, TreeSize: treeSize, LeafHash: v.Hash, RootHash: hex.EncodeToString(root[:]), Hashes: hexes(rp)}, nil
 }
 
 func hexes[H ~[32]byte](hs []H) []string {
@@ -940,14 +937,32 @@ func hexes[H ~[32]byte](hs []H) []string {
 	return out
 }
 
-// Checkpoint implements server.Backend.
+// Checkpoint implements server.Backend: the checkpoint of the stored
+// head, signed once per head size (kept and served again while the head
+// does not move).
 func (b *Backend) Checkpoint(ctx context.Context) ([]byte, error) {
 	if b.o.Signer == nil {
 		return nil, fmt.Errorf("%w: the server has no checkpoint signing key (serve --key)", server.ErrUnavailable)
 	}
-	msg, err := checkpoint.Make(ctx, b.l, b.o.Signer)
+	n, err := b.l.TreeSize(ctx)
 	if err != nil {
 		return nil, readErr(err)
+	}
+	b.cpMu.Lock()
+	defer b.cpMu.Unlock()
+	if b.cpText != nil && b.cpSize == n {
+		return b.cpText, nil
+	}
+	root, err := b.l.TreeHash(ctx, n)
+	if err != nil {
+		return nil, readErr(err)
+	}
+	msg, err := checkpoint.Sign(&checkpoint.Checkpoint{Origin: b.l.Origin(), Size: n, Hash: root}, b.o.Signer)
+	if err != nil {
+		return nil, err
+	}
+	if n >= b.cpSize { // a racing reader may have signed a newer head meanwhile
+		b.cpText, b.cpSize = msg, n
 	}
 	return msg, nil
 }

@@ -58,7 +58,11 @@ func (u *UI) getBundle(w http.ResponseWriter, r *http.Request, v *visitor) error
 	if err != nil {
 		return err
 	}
-	pf, err := u.cfg.Backend.Proof(ctx, seq, 0)
+	signed, err := u.cfg.Backend.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	pf, err := server.LatestProof(ctx, u.cfg.Backend, signed, seq, 0)
 	if err != nil {
 		return err
 	}

@@ -253,6 +253,8 @@ type entryPage struct {
 	Row         row
 	Payload     *payloadText
 	PayloadNote string // why no payload is shown
+	// PayloadLink is the download of a payload too large to render ("" for none).
+	PayloadLink string
 	Agents      []agentRef
 	Prev, Next  uint64
 	Key         string
@@ -320,7 +322,16 @@ func (u *UI) getEntry(w http.ResponseWriter, r *http.Request, v *visitor) error 
 			return err
 		default:
 			if p.Row.Kind == "handoff" {
-				p.Agents = agentsOf(data, p.Row)
+				var over string
+				if p.Agents, over = agentsOf(data, p.Row); over != "" {
+					// Over the parse caps: not read, not shown.
+					p.PayloadNote = fmt.Sprintf("payload too large to render (%d bytes: %s); download it", len(data), over)
+					if v.PayloadRead() {
+						p.PayloadLink = fmt.Sprintf("/v1/entries/%d/payload", seq)
+					}
+					p.Redactable = v.Operator()
+					break
+				}
 			}
 			if v.PayloadRead() {
 				pt := showPayload(data)
@@ -343,10 +354,18 @@ func (u *UI) getEntry(w http.ResponseWriter, r *http.Request, v *visitor) error 
 }
 
 // agentsOf reads the agents (and, for governed/1, their prompt hashes)
-// that a handoff's document names.
-func agentsOf(data []byte, rw row) []agentRef {
-	rec := handoff.Parse(data, handoff.Options{Format: handoff.Format(rw.Format), From: rw.Source, To: rw.Target})
-	var out []agentRef
+// that a handoff's document names, under the parse caps of the rules its
+// decision was taken by, and never fewer than those of RulesBounded: a
+// decision of rules 1 (no caps) is not re-read uncapped to be shown. A
+// document over a cap is not read: over says which cap ("" when none).
+func agentsOf(data []byte, rw row) (out []agentRef, over string) {
+	rules := max(rw.Rules, handoff.RulesBounded)
+	rec := handoff.Parse(data, handoff.Options{Format: handoff.Format(rw.Format), From: rw.Source, To: rw.Target, Rules: rules})
+	for _, f := range rec.Findings {
+		if f.Code == reason.ParseLimit {
+			return nil, f.Message
+		}
+	}
 	for _, a := range []struct {
 		role string
 		ref  handoff.AgentRef
@@ -360,7 +379,7 @@ func agentsOf(data []byte, rw row) []agentRef {
 		}
 		out = append(out, agentRef{Role: a.role, ID: id, Type: a.ref.Type, Version: a.ref.Version, PromptHash: a.ref.PromptHash})
 	}
-	return out
+	return out, ""
 }
 
 // Workflow.
@@ -492,7 +511,8 @@ func (u *UI) getAgent(w http.ResponseWriter, r *http.Request, v *visitor) error 
 		if err != nil {
 			continue // redacted or not stored: no hash to show
 		}
-		for _, a := range agentsOf(data, rw) {
+		agents, _ := agentsOf(data, rw) // none over the parse caps
+		for _, a := range agents {
 			if a.ID != id || a.PromptHash == "" {
 				continue
 			}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/govledger/govledger/entry"
+	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/server"
 )
@@ -59,6 +60,7 @@ type row struct {
 	DecisionSeq uint64
 	Status      string
 	DurationMS  *int64
+	Rules       int    // the rules version the decision was taken by (0: before versions)
 	Malformed   string // why the stored bytes did not decode ("" when they did)
 	Raw         string // the canonical bytes when they did not decode
 }
@@ -86,6 +88,11 @@ func newRow(v server.EntryView) row {
 	}
 	if e.PayloadSHA256 != nil {
 		r.PayloadSHA, r.HasPayload = e.PayloadSHA256.String(), true
+	}
+	if e.Inputs != nil {
+		if in, err := policy.ParseInputs(e.Inputs); err == nil {
+			r.Rules = in.Rules
+		}
 	}
 	if e.ContentSHA256 != nil {
 		r.PayloadSHA, r.HasPayload = e.ContentSHA256.String(), true
