@@ -170,10 +170,11 @@ def _handoff_id(run, step, source, target):
 def _key(run, step, source, target):
     """gate/<run>/<step>/<source>/<target>, each part percent-encoded (so
     the key is visible ASCII and no two identities share one); a hash when
-    that would exceed 240 characters (room for the outcome's suffix)."""
+    that would exceed 160 characters: the ledger stores a key after the
+    token's name in at most 255 bytes, and the outcome's key adds 8."""
     parts = [urllib.parse.quote(p, safe="") for p in (run, step, source, target)]
     key = "gate/" + "/".join(parts)
-    if len(key) > 240:
+    if len(key) > 160:
         key = "gate/sha256-" + hashlib.sha256("\x00".join((run, step, source, target)).encode("utf-8")).hexdigest()
     return key
 
