@@ -171,6 +171,7 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(h1["Idempotency-Key"], "gate/run%2F1/3/planner/writer")
         self.assertEqual(h1["Govledger-Workflow"].encode("latin-1").decode("utf-8"), "wf é")
         self.assertEqual(h1["Authorization"], "Bearer glt_x")
+        self.assertEqual(h1["Content-Type"], "application/json")
         self.assertEqual(p1, "/v1/handoffs?format=governed%2F1")
         self.assertEqual(b1, d.document)
         # The workflow defaults to the run.

@@ -162,19 +162,24 @@ class Client:
     # -- writes ---------------------------------------------------------
 
     def submit(self, document, format=None, source=None, target=None, idempotency_key=None,
-               workflow=None, traceparent=None, timeout=None):
+               workflow=None, traceparent=None, timeout=None, content_type=None):
         """POST /v1/handoffs: decide and record one document; returns the
         answer (seq, entry_hash, decision, reasons, replayed, ...).
 
         document: bytes, str (UTF-8) or a dict/list (sent as JSON).
         source/target: the agents, for formats that name none (vbw/1, task/1).
         workflow: the Govledger-Workflow header (the run the handoff belongs
-        to). A rejected handoff is recorded and returned normally with
+        to). content_type: the media type sent (default: application/json
+        for a dict or list, else application/octet-stream; the server
+        detects the format from the bytes). A rejected handoff is recorded
+        and returned normally with
         "decision": "rejected" (gate() raises instead). Raises GovledgerError
         when nothing could be recorded.
         """
+        if content_type is None:
+            content_type = "application/octet-stream" if isinstance(document, (bytes, str)) else "application/json"
         headers = {"Idempotency-Key": _check_key(idempotency_key or "py-" + str(uuid.uuid4())),
-                   "Content-Type": "application/octet-stream"}
+                   "Content-Type": content_type}
         if workflow is not None:
             headers["Govledger-Workflow"] = check_workflow_id(workflow)
         if traceparent:

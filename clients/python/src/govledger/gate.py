@@ -259,7 +259,7 @@ def gate(client, source, target, run, step, at, mode="raise", workflow=None, tim
     d = Decision(client, source.id, target.id, run, step, hid, ts, key, workflow, document)
     try:
         result = client.submit(document, format="governed/1", idempotency_key=key, workflow=workflow,
-                               traceparent=traceparent, timeout=timeout)
+                               traceparent=traceparent, timeout=timeout, content_type="application/json")
     except GovledgerError as e:
         if mode == "raise":
             raise
