@@ -8,16 +8,23 @@ Run: python3 -m unittest discover -s clients/python/tests (with the
 package installed). No assert statements: they vanish under python -O.
 """
 
+import base64
 import datetime
 import hashlib
 import http.server
+import importlib.util
+import io
 import json
 import os
 import re
+import shutil
 import socket
+import tarfile
+import tempfile
 import threading
 import time
 import unittest
+import zipfile
 
 import govledger
 from govledger import Agent, Client, GovledgerError, HandoffRejected, LedgerUnavailable, gate, handoff_document
@@ -143,6 +150,64 @@ class DocumentTest(unittest.TestCase):
         with open(os.path.join(here, "pyproject.toml"), encoding="utf-8") as f:
             m = re.search(r'^version = "([^"]+)"$', f.read(), re.M)
         self.assertEqual(m and m.group(1), govledger.__version__)
+
+
+class BackendTest(unittest.TestCase):
+    """The standard-library build backend (_build/govledger_build.py)."""
+
+    def backend(self):
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        spec = importlib.util.spec_from_file_location("govledger_build", os.path.join(here, "_build", "govledger_build.py"))
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def test_wheel_is_reproducible_and_complete(self):
+        b = self.backend()
+        self.assertEqual(b.get_requires_for_build_wheel(), [])
+        wheels = []
+        for _ in range(2):
+            d = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, d)
+            name = b.build_wheel(d)
+            with open(os.path.join(d, name), "rb") as f:
+                wheels.append(f.read())
+        self.assertEqual(name, "govledger-%s-py3-none-any.whl" % govledger.__version__)
+        self.assertEqual(wheels[0], wheels[1])
+        z = zipfile.ZipFile(io.BytesIO(wheels[0]))
+        names = z.namelist()
+        for want in ("govledger/__init__.py", "govledger/client.py", "govledger/gate.py", "govledger/py.typed"):
+            self.assertIn(want, names)
+        dist = "govledger-%s.dist-info/" % govledger.__version__
+        self.assertEqual(names[-1], dist + "RECORD")
+        self.assertFalse([n for n in names if "__pycache__" in n or n.endswith(".pyc")])
+        record = z.read(dist + "RECORD").decode().splitlines()
+        self.assertEqual(len(record), len(names))
+        for line in record:
+            path, digest, size = line.rsplit(",", 2)
+            if path == dist + "RECORD":
+                self.assertEqual((digest, size), ("", ""))
+                continue
+            data = z.read(path)
+            want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            self.assertEqual((digest, int(size)), (want, len(data)), path)
+        meta = z.read(dist + "METADATA").decode()
+        self.assertIn("Name: govledger\nVersion: %s\n" % govledger.__version__, meta)
+
+    def test_sdist_is_reproducible(self):
+        b = self.backend()
+        out = []
+        for _ in range(2):
+            d = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, d)
+            name = b.build_sdist(d)
+            with open(os.path.join(d, name), "rb") as f:
+                out.append(f.read())
+        self.assertEqual(out[0], out[1])
+        names = tarfile.open(fileobj=io.BytesIO(out[0])).getnames()
+        base = "govledger-%s/" % govledger.__version__
+        for want in ("PKG-INFO", "pyproject.toml", "_build/govledger_build.py", "src/govledger/gate.py", "tests/test_live.py"):
+            self.assertIn(base + want, names)
 
 
 class ClientTest(unittest.TestCase):
