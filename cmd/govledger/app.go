@@ -279,10 +279,23 @@ func commands(g *globals) []*cli.Command {
 // noFlagsAfterArgs rejects a positional argument that looks like a flag:
 // urfave/cli v2 stops parsing flags at the first positional argument, so
 // "verify x.db --output json" would otherwise ignore --output silently.
+// commandPath is the command's name as the user typed it, from the top:
+// "token create", "lock check" (Command.FullName is only "create").
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" && (c.App == nil || l.Command.Name != c.App.Name) {
+			names = append(names, l.Command.Name)
+		}
+	}
+	slices.Reverse(names)
+	return strings.Join(names, " ")
+}
+
 func noFlagsAfterArgs(c *cli.Context) error {
 	for _, a := range c.Args().Slice() {
 		if strings.HasPrefix(a, "-") && a != "-" {
-			return usageErr("%s: flag %q after an argument: put flags before arguments", c.Command.Name, a)
+			return usageErr("%s: flag %q after an argument: put flags before arguments", commandPath(c), a)
 		}
 	}
 	return nil

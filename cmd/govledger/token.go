@@ -37,7 +37,7 @@ func tokensPath(c *cli.Context, g *globals, flag string) string {
 }
 
 func tokenCommand(g *globals) *cli.Command {
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:  "token",
 		Usage: "issue, list and revoke the bearer tokens of govledger serve",
 		Description: `A token is a principal's name, its scopes and, for handoff:write, the source
@@ -58,6 +58,22 @@ Examples:
 			return usageErr("token: name a subcommand: create, list or revoke")
 		},
 	}
+	for _, sub := range cmd.Subcommands {
+		action, name := sub.Action, "token "+sub.Name
+		sub.Action = func(c *cli.Context) error { return commandErr(name, action(c)) }
+	}
+	return cmd
+}
+
+// commandErr makes every error of a command start with the command's
+// name ("token create: ..."), keeping its exit class: a user who typed
+// "token create" is told which command refused, never a bare "create:" or
+// a message naming no command (issue 25).
+func commandErr(name string, err error) error {
+	if err == nil || errors.Is(err, errFound) || strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return &exitError{code: exitCode(classify(err)), err: fmt.Errorf("%s: %w", name, err)}
 }
 
 type tokenCreateResult struct {
@@ -248,7 +264,7 @@ Examples:
 				return err
 			}
 			if c.NArg() > 0 {
-				return usageErr("token list takes no arguments")
+				return usageErr("token list: takes no arguments")
 			}
 			path := tokensPath(c, g, file)
 			f, err := readTokens(path, false)

@@ -148,11 +148,24 @@ func TestTokenErrors(t *testing.T) {
 		{"list missing file", []string{"token", "list", "--tokens", filepath.Join(dir, "none.json")}, "does not exist"},
 		{"broken file", []string{"token", "list", "--tokens", broken}, broken + ":3:2: /secret: unknown field"},
 		{"create into broken file", []string{"token", "create", "--tokens", broken, "--scope", "operator", "x"}, broken + ":3:2:"},
+		{"bad output", []string{"token", "create", "--tokens", path, "--scope", "operator", "-o", "yaml", "x"}, `"yaml"`},
+		{"bad duration", []string{"token", "create", "--tokens", path, "--scope", "operator", "--expires", "soon", "x"}, "soon"},
+		{"unknown flag", []string{"token", "create", "--tokens", path, "--scopes", "operator", "x"}, "scopes"},
+		{"list with an argument", []string{"token", "list", "--tokens", path, "x"}, "no arguments"},
+		{"list flag after argument", []string{"token", "list", "x", "--tokens", path}, "after an argument"},
+		{"revoke missing file", []string{"token", "revoke", "--tokens", filepath.Join(dir, "none.json"), "op"}, "does not exist"},
+		{"revoke flag after name", []string{"token", "revoke", "op", "--tokens", path}, "after an argument"},
+		{"revoke without name", []string{"token", "revoke", "--tokens", path}, "NAME"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, errOut := runTokenCLI(t, nil, c.args...)
 			if code != exitUsage || !strings.Contains(errOut, c.msg) {
 				t.Errorf("exit %d, stderr %q; want %d mentioning %q", code, errOut, exitUsage, c.msg)
+			}
+			// Every error names the command the user typed (issue 25: a
+			// flag after the name said only "create:").
+			if prefix := "govledger: token " + c.args[1] + ": "; !strings.HasPrefix(errOut, prefix) || strings.Count(errOut, c.args[1]+": ") != 1 {
+				t.Errorf("stderr %q does not start with %q (once)", errOut, prefix)
 			}
 		})
 	}
