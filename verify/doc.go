@@ -53,8 +53,10 @@
 // chain links, the state fold, and whether the guess held: if not, the
 // decision is taken again with the real state) is done in stored order on
 // the goroutine that delivers the entries, which also adds every finding
-// and calls Progress. The report is therefore the same, byte for byte,
-// whatever the number of workers. In flight are at most two batches per
+// and calls Progress. Options.Structural (the store's own check) runs
+// beside them on a goroutine of its own, and its findings are added once
+// the replay is judged. The report is therefore the same, byte for byte,
+// whatever the number of workers and however their work interleaves. In flight are at most two batches per
 // worker and the batch being gathered, with the blobs they name.
 //
 // Beyond those, Replay holds the parsed snapshots, the blocked agents, the
