@@ -49,13 +49,16 @@
 // entry's judgement that depends on no other entry (decoding it, once;
 // hashing it and the blob it names; taking its decision again against a
 // guess of the state: nothing accepted, nobody blocked) is done by
-// runtime.GOMAXPROCS workers, handed 32 entries at a time; the rest (the
+// runtime.GOMAXPROCS workers, handed 64 entries at a time; the rest (the
 // chain links, the state fold, and whether the guess held: if not, the
 // decision is taken again with the real state) is done in stored order on
 // the goroutine that delivers the entries, which also adds every finding
-// and calls Progress. The report is therefore the same, byte for byte,
-// whatever the number of workers. In flight are at most two batches per
-// worker and the batch being gathered, with the blobs they name.
+// and calls Progress. Options.Structural (the store's own check) runs
+// beside them on a goroutine of its own, and its findings are added once
+// the replay is judged. The report is therefore the same, byte for byte,
+// whatever the number of workers and however their work interleaves. In
+// flight are at most eight batches per worker and the batch being
+// gathered, with the blobs they name (about 3 MiB with two workers).
 //
 // Beyond those, Replay holds the parsed snapshots, the blocked agents, the
 // entries whose bytes are missing, and for each accepted handoff ID a

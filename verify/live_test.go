@@ -21,6 +21,10 @@ import (
 // entries, 10 of them without a stored blob, so the view opened for the
 // 257th blob read still has reads left when entry 513 comes; 20 entries
 // are appended while entry 300 is judged.
+//
+// The workers are handed liveBatch entries at a time, so that the window
+// in flight (eight batches per worker and one being filled) ends before
+// the last entry when entry 300 is judged, and the appended ones are read.
 func TestReplayLiveLedger(t *testing.T) {
 	l, err := bolt.Open(filepath.Join(t.TempDir(), "live.db"), &bolt.Options{Now: bolttest.NewClock(start).Now})
 	if err != nil {
@@ -67,7 +71,7 @@ func TestReplayLiveLedger(t *testing.T) {
 					t.Errorf("head %d after appending 20 to %d", after, before)
 				}
 			}
-		}}, workers, 0)
+		}}, workers, liveBatch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,3 +81,6 @@ func TestReplayLiveLedger(t *testing.T) {
 		}
 	}
 }
+
+// liveBatch is the batch size of TestReplayLiveLedger's workers.
+const liveBatch = 8

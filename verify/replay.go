@@ -26,11 +26,13 @@ type Options struct {
 	// SkipReevaluate turns off re-taking each handoff's decision with
 	// policy.Decide (chain, hashes, blobs and snapshots are still checked).
 	SkipReevaluate bool
-	// Structural, if set, runs a structural check of the store after the
-	// replay, and its findings join the report: for a ledger, the method
-	// value l.Check (unknown buckets and keys, indexes, meta head, tree
-	// hashes). An error wrapping ledger.ErrCorrupt becomes a "corrupt"
-	// finding; any other error fails the replay.
+	// Structural, if set, runs a structural check of the store beside the
+	// replay, on a goroutine of its own, and its findings join the report
+	// after the replay's: for a ledger, the method value l.Check (unknown
+	// buckets and keys, indexes, meta head, tree hashes). An error wrapping
+	// ledger.ErrCorrupt becomes a "corrupt" finding; any other error fails
+	// the replay. Its ctx is done when the replay stops early; Replay
+	// returns only after Structural has.
 	Structural func(ctx context.Context) ([]ledger.Finding, error)
 	// Head, if set, returns the head the store claims (for a ledger, the
 	// method value l.Head). It anchors the last entry: without it, a change
@@ -222,8 +224,27 @@ type brokenLink struct {
 
 func (r *replayer) add(f Finding) { r.rep.Findings = append(r.rep.Findings, f) }
 
-func (r *replayer) run() error {
-	err := r.src.Entries(r.ctx, r.entry)
+func (r *replayer) run() (err error) {
+	// The store's check reads the store on its own, beside the replay: on
+	// a machine with a core to spare, its time hides behind the replay's.
+	var check <-chan structuralResult
+	if r.opts.Structural != nil {
+		ctx, cancel := context.WithCancel(r.ctx)
+		c := make(chan structuralResult, 1)
+		go func() {
+			fs, err := r.structural(ctx)
+			c <- structuralResult{fs, err}
+		}()
+		check = c
+		defer func() {
+			if check != nil { // not taken: the replay stopped early
+				cancel()
+				<-check
+			}
+			cancel()
+		}()
+	}
+	err = r.src.Entries(r.ctx, r.entry)
 	r.pipe.drain()
 	switch {
 	case err == nil:
@@ -239,31 +260,37 @@ func (r *replayer) run() error {
 	}
 	r.blobsMissing()
 	// The replay is judged: its tables (one row per accepted handoff id)
-	// go before the store's check runs, so the two never take memory at
-	// once.
+	// go before waiting for the store's check.
 	r.state, r.st, r.missing, r.redaction = nil, nil, nil, nil
-	if r.opts.Structural != nil {
-		fs, err := r.structural()
-		if err != nil {
-			if errors.Is(err, ledger.ErrCorrupt) {
-				r.add(Finding{Kind: KindCorrupt, Message: fmt.Sprintf("structural check: %v", err), Structural: true})
+	if check != nil {
+		res := <-check
+		check = nil
+		if res.err != nil {
+			if errors.Is(res.err, ledger.ErrCorrupt) {
+				r.add(Finding{Kind: KindCorrupt, Message: fmt.Sprintf("structural check: %v", res.err), Structural: true})
 			} else {
-				return fmt.Errorf("%w: structural check: %w", ErrSource, err)
+				return fmt.Errorf("%w: structural check: %w", ErrSource, res.err)
 			}
 		}
-		r.addStructural(fs)
+		r.addStructural(res.fs)
 	}
 	return r.ctx.Err()
 }
 
+// structuralResult is what Options.Structural returned.
+type structuralResult struct {
+	fs  []ledger.Finding
+	err error
+}
+
 // structural runs Options.Structural, turning a panic into ErrCorrupt.
-func (r *replayer) structural() (fs []ledger.Finding, err error) {
+func (r *replayer) structural(ctx context.Context) (fs []ledger.Finding, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: panic: %v", ledger.ErrCorrupt, p)
 		}
 	}()
-	return r.opts.Structural(r.ctx)
+	return r.opts.Structural(ctx)
 }
 
 // structuralKinds maps the kinds of ledger.Check to the kinds of this

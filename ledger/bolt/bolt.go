@@ -141,9 +141,13 @@ func (o *Options) valid() error {
 // Driver is the bbolt ledger.Driver of one open file. Its methods are safe
 // for concurrent use.
 type Driver struct {
-	path       string
-	origin     string
-	readOnly   bool
+	path     string
+	origin   string
+	readOnly bool
+	// walked is the database whose pages Open walked (Options.CheckPages)
+	// under a shared lock: no writer can change them while it is open, so
+	// Check need not walk them again. Nil otherwise.
+	walked     *bolt.DB
 	indexBatch uint64
 	timeout    time.Duration
 
@@ -248,6 +252,9 @@ func OpenDriver(path string, opts *Options) (*Driver, error) {
 	if err := d.guard(o.CheckPages); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger %s: %w", path, err)
+	}
+	if o.CheckPages && o.ReadOnly {
+		d.walked = db
 	}
 	if err := d.read(func(tx *bolt.Tx) error {
 		origin, err := checkMeta(tx)

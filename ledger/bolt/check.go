@@ -44,9 +44,12 @@ import (
 // findings gathered so far.
 func (d *Driver) Check(ctx context.Context) (findings []ledger.Finding, err error) {
 	// Walk the raw pages first: bbolt's own traversal of a corrupted tree
-	// can recurse without end.
-	if err := d.checkPages(); err != nil {
-		return nil, err
+	// can recurse without end. A file opened read-only with CheckPages was
+	// walked by Open, and no writer has changed it since.
+	if d.walked == nil || d.walked != d.current() {
+		if err := d.checkPages(); err != nil {
+			return nil, err
+		}
 	}
 	c := &checker{ctx: ctx}
 	err = d.read(func(tx *bolt.Tx) error {

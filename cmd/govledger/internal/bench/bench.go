@@ -44,28 +44,48 @@ type Options struct {
 	Stage func(string)
 }
 
-// Result holds absolute rates (per second) and the three ratios.
+// Result holds absolute rates (per second) and Ratios, each of which
+// names its yardstick.
 type Result struct {
-	Schema           string  `json:"schema"`
-	Format           string  `json:"format"`
-	N                int     `json:"n"`
-	Writers          int     `json:"writers"`
-	AvgPayloadBytes  int     `json:"avg_payload_bytes"`
+	Schema          string `json:"schema"`
+	Format          string `json:"format"`
+	N               int    `json:"n"`
+	Writers         int    `json:"writers"`
+	AvgPayloadBytes int    `json:"avg_payload_bytes"`
+
+	// The record path, with one writer and with Writers.
 	RecordPerSec     float64 `json:"record_per_sec"`
 	ConcurrentPerSec float64 `json:"concurrent_record_per_sec"`
-	RawBboltPerSec   float64 `json:"raw_bbolt_per_sec"`
-	// RawBatchPerSec is raw bbolt with the same writers sharing commits
-	// (db.Batch): the baseline of the concurrent record row.
-	RawBatchPerSec       float64 `json:"raw_bbolt_shared_commits_per_sec"`
-	ConcurrentVsRawBatch float64 `json:"concurrent_vs_raw_bbolt_shared_commits"`
-	VerifyPerSec         float64 `json:"verify_per_sec"`
-	RawScanPerSec        float64 `json:"raw_scan_per_sec"`
-	RecordVsRawBbolt     float64 `json:"record_vs_raw_bbolt"`
-	ConcurrentVsRawBbolt float64 `json:"concurrent_vs_raw_bbolt"`
-	VerifyVsRawScan      float64 `json:"verify_vs_raw_scan"`
-	VerifyChainPerSec    float64 `json:"verify_chain_only_per_sec"`
-	VerifyChainVsRawScan float64 `json:"verify_chain_only_vs_raw_scan"`
-	VerifyHeapPeakMiB    float64 `json:"verify_heap_peak_mib"`
+	// Yardsticks of the record rows, on the same documents and disk:
+	// raw bbolt, one fsync'd Update per value (one writer); raw bbolt,
+	// Writers writers and one committer draining the queue into one
+	// Update (perf.RawBboltGroupAppend); a plain file, append and
+	// fdatasync per value (one writer) and per drained queue (Writers);
+	// SHA-256 of the documents in memory.
+	RawBboltPerSec     float64 `json:"raw_bbolt_per_sec"`
+	RawGroupPerSec     float64 `json:"raw_bbolt_group_commit_per_sec"`
+	RawFilePerSec      float64 `json:"raw_file_per_sec"`
+	RawFileGroupPerSec float64 `json:"raw_file_group_commit_per_sec"`
+	HashPerSec         float64 `json:"sha256_per_sec"`
+
+	// Verify of VerifyEntries entries: full (with Cores and with one
+	// core) and chain only.
+	VerifyPerSec        float64 `json:"verify_per_sec"`
+	VerifyOneCorePerSec float64 `json:"verify_one_core_per_sec"`
+	VerifyChainPerSec   float64 `json:"verify_chain_only_per_sec"`
+	// Yardsticks of the verify rows: a raw bbolt scan of the same
+	// documents that SHA-256s each value; the same scan of the verified
+	// ledger's own entries and blobs (bbolt buckets "entries" and
+	// "blobs"), per entry; SHA-256 of those entries and blobs in memory,
+	// per entry.
+	RawScanPerSec       float64 `json:"raw_scan_per_sec"`
+	RawLedgerScanPerSec float64 `json:"raw_ledger_scan_per_sec"`
+	LedgerHashPerSec    float64 `json:"ledger_sha256_per_sec"`
+
+	// Ratios: every path against each of its yardsticks.
+	Ratios []Ratio `json:"ratios"`
+
+	VerifyHeapPeakMiB float64 `json:"verify_heap_peak_mib"`
 	// What a full verify allocates per entry (bytes and objects; the
 	// least of its rounds, with every core): what the collector works
 	// through.
@@ -74,20 +94,39 @@ type Result struct {
 	Accepted                 int     `json:"accepted"`
 	Rejected                 int     `json:"rejected"`
 
-	// The full verify again with GOMAXPROCS=1, beside the one with Cores.
-	VerifyOneCorePerSec    float64 `json:"verify_one_core_per_sec"`
-	VerifyOneCoreVsRawScan float64 `json:"verify_one_core_vs_raw_scan"`
-	Cores                  int     `json:"cores"`          // GOMAXPROCS of the other verify runs
-	VerifyEntries          int     `json:"verify_entries"` // entries of the verified ledger
-	VerifyRounds           int     `json:"verify_rounds"`  // each verify rate and the raw scan's is the best of this many runs
-	RecordRounds           int     `json:"record_rounds"`  // each record rate and the raw append's is the best of this many runs
-	// The raw scan of the verified ledger file itself: every stored entry
-	// and blob read and SHA-256'd (bbolt buckets "entries" and "blobs"),
-	// per entry of the ledger.
-	RawLedgerScanPerSec        float64 `json:"raw_ledger_scan_per_sec"`
-	VerifyVsRawLedgerScan      float64 `json:"verify_vs_raw_ledger_scan"`
-	VerifyChainVsRawLedgerScan float64 `json:"verify_chain_only_vs_raw_ledger_scan"`
+	Cores         int `json:"cores"`          // GOMAXPROCS of the other verify runs
+	VerifyEntries int `json:"verify_entries"` // entries of the verified ledger
+	VerifyRounds  int `json:"verify_rounds"`  // each verify rate and the raw scan's is the best of this many runs
+	RecordRounds  int `json:"record_rounds"`  // each record rate and the raw append's is the best of this many runs
 }
+
+// Ratio is a measured path against one yardstick: Ratio is the path's
+// rate over the yardstick's, and Goal, when set, the least the path is
+// meant to reach.
+type Ratio struct {
+	Path      string  `json:"path"`
+	Yardstick string  `json:"yardstick"`
+	Ratio     float64 `json:"ratio"`
+	Goal      float64 `json:"goal,omitzero"`
+}
+
+// The names of the rows, as Ratio and the text output give them.
+const (
+	PathRecord        = "record, 1 writer"
+	PathRecordWriters = "record, %d writers"
+	PathVerify        = "verify, full, GOMAXPROCS=%d"
+	PathVerifyOneCore = "verify, full, GOMAXPROCS=1"
+	PathVerifyChain   = "verify, chain + Merkle"
+
+	YardRawBbolt     = "raw bbolt, one fsync'd Update per value"
+	YardRawGroup     = "raw bbolt, %d writers, one committer draining the queue into one Update"
+	YardRawFile      = "plain file, append + fdatasync per value"
+	YardRawFileGroup = "plain file, %d writers, one append + fdatasync per drained queue"
+	YardHash         = "SHA-256 of the documents in memory"
+	YardRawScan      = "raw bbolt scan + SHA-256 of the same documents"
+	YardLedgerScan   = "raw bbolt scan + SHA-256 of the ledger's entries and blobs"
+	YardLedgerHash   = "SHA-256 of the ledger's entries and blobs in memory"
+)
 
 // Run performs the measurements. Every document of the record runs is
 // expected to be accepted; a rejection is reported in the result.
@@ -120,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Schema: "govledger.bench/v1", Format: string(o.Format), N: o.N, Writers: o.Writers}
+	res := &Result{Schema: "govledger.bench/v2", Format: string(o.Format), N: o.N, Writers: o.Writers}
 
 	docs := func(base int) [][]byte {
 		out := make([][]byte, o.N)
@@ -167,12 +206,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		best(&res.RawBboltPerSec, d)
 
-		// Raw bbolt, the same writers sharing commits (db.Batch).
-		stage(fmt.Sprintf("raw bbolt append, %d writers sharing commits%s", o.Writers, round))
-		if d, err = perf.RawBboltBatchAppend(filepath.Join(dir, "raw-batch.db"), rawDocs[lo:hi], o.Writers); err != nil {
+		// Raw bbolt, the same writers, one committer draining the queue.
+		stage(fmt.Sprintf("raw bbolt append, %d writers, group commit%s", o.Writers, round))
+		if d, err = perf.RawBboltGroupAppend(filepath.Join(dir, "raw-group.db"), rawDocs[lo:hi], o.Writers); err != nil {
 			return nil, err
 		}
-		best(&res.RawBatchPerSec, d)
+		best(&res.RawGroupPerSec, d)
+
+		// A plain file: append + fdatasync, one writer and the writers
+		// sharing commits.
+		stage("plain file append + fdatasync" + round)
+		if d, err = perf.RawFileAppend(filepath.Join(dir, "raw.log"), rawDocs[lo:hi], 1); err != nil {
+			return nil, err
+		}
+		best(&res.RawFilePerSec, d)
+		stage(fmt.Sprintf("plain file append + fdatasync, %d writers, group commit%s", o.Writers, round))
+		if d, err = perf.RawFileAppend(filepath.Join(dir, "raw-group.log"), rawDocs[lo:hi], o.Writers); err != nil {
+			return nil, err
+		}
+		best(&res.RawFileGroupPerSec, d)
+		best(&res.HashPerSec, perf.SHA256Values(rawDocs[lo:hi]))
 
 		// The record path, sequential.
 		stage("record, sequential" + round)
@@ -209,15 +262,33 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	res.RecordVsRawBbolt = ratio(res.RecordPerSec, res.RawBboltPerSec)
-	res.ConcurrentVsRawBbolt = ratio(res.ConcurrentPerSec, res.RawBboltPerSec)
-	res.ConcurrentVsRawBatch = ratio(res.ConcurrentPerSec, res.RawBatchPerSec)
-	res.VerifyVsRawScan = ratio(res.VerifyPerSec, res.RawScanPerSec)
-	res.VerifyChainVsRawScan = ratio(res.VerifyChainPerSec, res.RawScanPerSec)
-	res.VerifyOneCoreVsRawScan = ratio(res.VerifyOneCorePerSec, res.RawScanPerSec)
-	res.VerifyVsRawLedgerScan = ratio(res.VerifyPerSec, res.RawLedgerScanPerSec)
-	res.VerifyChainVsRawLedgerScan = ratio(res.VerifyChainPerSec, res.RawLedgerScanPerSec)
+	res.ratios()
 	return res, nil
+}
+
+// ratios sets res.Ratios from the rates.
+func (res *Result) ratios() {
+	w, c := res.Writers, res.Cores
+	add := func(path string, rate float64, yard string, yrate float64, goal float64) {
+		res.Ratios = append(res.Ratios, Ratio{Path: path, Yardstick: yard, Ratio: ratio(rate, yrate), Goal: goal})
+	}
+	writers := fmt.Sprintf(PathRecordWriters, w)
+	add(PathRecord, res.RecordPerSec, YardRawBbolt, res.RawBboltPerSec, 0.8)
+	add(PathRecord, res.RecordPerSec, YardRawFile, res.RawFilePerSec, 0)
+	add(writers, res.ConcurrentPerSec, fmt.Sprintf(YardRawGroup, w), res.RawGroupPerSec, 0.8)
+	add(writers, res.ConcurrentPerSec, fmt.Sprintf(YardRawFileGroup, w), res.RawFileGroupPerSec, 0)
+	add(writers, res.ConcurrentPerSec, YardRawBbolt, res.RawBboltPerSec, 0)
+	chain, full := PathVerifyChain, fmt.Sprintf(PathVerify, c)
+	add(chain, res.VerifyChainPerSec, YardRawScan, res.RawScanPerSec, 0.5)
+	add(full, res.VerifyPerSec, YardRawScan, res.RawScanPerSec, 0.15)
+	add(PathVerifyOneCore, res.VerifyOneCorePerSec, YardRawScan, res.RawScanPerSec, 0)
+	if c > 1 {
+		add(full, res.VerifyPerSec, PathVerifyOneCore, res.VerifyOneCorePerSec, 1.6)
+	}
+	add(chain, res.VerifyChainPerSec, YardLedgerScan, res.RawLedgerScanPerSec, 0)
+	add(full, res.VerifyPerSec, YardLedgerScan, res.RawLedgerScanPerSec, 0)
+	add(chain, res.VerifyChainPerSec, YardLedgerHash, res.LedgerHashPerSec, 0)
+	add(full, res.VerifyPerSec, YardLedgerHash, res.LedgerHashPerSec, 0)
 }
 
 // verifyRounds is how many times each verify measurement and the raw scan
@@ -255,6 +326,10 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			return err
 		}
 		best(&res.RawLedgerScanPerSec, rate(counts[0], d))
+		if counts, d, err = perf.SHA256Buckets(path, "entries", "blobs"); err != nil {
+			return err
+		}
+		best(&res.LedgerHashPerSec, rate(counts[0], d))
 		for _, m := range []struct {
 			name  string
 			cores int

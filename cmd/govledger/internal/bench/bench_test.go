@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -30,13 +32,44 @@ func TestRunSmall(t *testing.T) {
 				t.Errorf("record rounds %d, verified entries %d; want 3, 22", res.RecordRounds, res.VerifyEntries)
 			}
 			for name, v := range map[string]float64{"record": res.RecordPerSec, "concurrent": res.ConcurrentPerSec,
-				"raw": res.RawBboltPerSec, "verify": res.VerifyPerSec, "scan": res.RawScanPerSec,
+				"raw": res.RawBboltPerSec, "raw group commit": res.RawGroupPerSec, "file": res.RawFilePerSec,
+				"file group commit": res.RawFileGroupPerSec, "sha256": res.HashPerSec,
+				"verify": res.VerifyPerSec, "verify one core": res.VerifyOneCorePerSec, "verify chain": res.VerifyChainPerSec,
+				"scan": res.RawScanPerSec, "ledger scan": res.RawLedgerScanPerSec, "ledger sha256": res.LedgerHashPerSec,
 				"verify allocation bytes": res.VerifyAllocBytesPerEntry, "verify allocations": res.VerifyAllocsPerEntry} {
 				if v <= 0 {
 					t.Errorf("%s rate = %v, want > 0", name, v)
 				}
 			}
+			checkRatios(t, res)
 		})
+	}
+}
+
+// checkRatios checks that every ratio names its path and yardstick, is
+// measured, and that each goal of the issue has its row.
+func checkRatios(t *testing.T, res *bench.Result) {
+	t.Helper()
+	goals := map[string]float64{}
+	for _, r := range res.Ratios {
+		if r.Path == "" || r.Yardstick == "" || r.Ratio <= 0 {
+			t.Errorf("ratio %+v: a name or the figure is missing", r)
+		}
+		if r.Goal > 0 {
+			goals[r.Path+" / "+r.Yardstick] = r.Goal
+		}
+	}
+	want := map[string]float64{
+		"record, 1 writer / raw bbolt, one fsync'd Update per value":                                           0.8,
+		"record, 4 writers / raw bbolt, 4 writers, one committer draining the queue into one Update":           0.8,
+		"verify, chain + Merkle / raw bbolt scan + SHA-256 of the same documents":                              0.5,
+		fmt.Sprintf("verify, full, GOMAXPROCS=%d / raw bbolt scan + SHA-256 of the same documents", res.Cores): 0.15,
+	}
+	if res.Cores > 1 {
+		want[fmt.Sprintf("verify, full, GOMAXPROCS=%d / verify, full, GOMAXPROCS=1", res.Cores)] = 1.6
+	}
+	if !maps.Equal(goals, want) {
+		t.Errorf("ratios with goals = %v, want %v", goals, want)
 	}
 }
 
