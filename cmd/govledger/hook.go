@@ -398,8 +398,10 @@ func governedDoc(reg *manifest.Registry, in *hookInput, src, dst string, ti agen
 // the call, which makes the document byte-identical. A call inside a
 // subagent is looked for in that subagent's transcript too.
 // transcriptWait is how long the hook waits for the tool call's line to
-// reach the transcript.
-const transcriptWait = 3 * time.Second
+// reach the transcript: Claude Code 2.1.332 on a loaded machine was seen
+// writing it more than 3 s after the hook ran (the npm adapter's tests);
+// it stays well under the hook's default --timeout (20 s).
+const transcriptWait = 10 * time.Second
 
 func toolUseTime(in *hookInput) (time.Time, error) {
 	paths := []string{in.TranscriptPath}
