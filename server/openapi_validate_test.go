@@ -183,48 +183,63 @@ func (v *apiValidators) authenticate(r *http.Request, scheme string, scopes []st
 }
 
 // newAPIValidators loads the embedded document with both libraries,
-// failing the test on any error either reports about the document itself.
+// failing the test on any error either reports about the document itself
+// (each library's errors are reported, whatever the other says).
 func newAPIValidators(t testing.TB) *apiValidators {
 	t.Helper()
 	registerKinDecoders()
 	doc := server.OpenAPI()
 	v := &apiValidators{}
+	if err := v.loadKin(doc); err != nil {
+		t.Errorf("kin-openapi: %v", err)
+	}
+	if err := v.loadLib(doc); err != nil {
+		t.Errorf("libopenapi-validator: %v", err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return v
+}
 
+func (v *apiValidators) loadKin(doc []byte) error {
 	ctx := context.Background()
-	loader := openapi3.NewLoader()
-	kin, err := loader.LoadFromData(doc)
+	kin, err := openapi3.NewLoader().LoadFromData(doc)
 	if err != nil {
-		t.Fatalf("kin-openapi: loading openapi.json: %v", err)
+		return fmt.Errorf("loading openapi.json: %w", err)
 	}
 	if err := kin.Validate(ctx, openapi3.EnableMultiError(), openapi3.EnableSchemaFormatValidation(),
 		openapi3.EnableSchemaPatternValidation(), openapi3.EnableSchemaDefaultsValidation(), openapi3.EnableExamplesValidation(),
 		openapi3.ProhibitExtensionsWithRef()); err != nil {
-		t.Fatalf("kin-openapi: openapi.json is invalid: %v", err)
+		return fmt.Errorf("openapi.json is invalid: %w", err)
 	}
 	if v.kinRouter, err = gorillamux.NewRouter(kin); err != nil {
-		t.Fatalf("kin-openapi: router: %v", err)
+		return fmt.Errorf("router: %w", err)
 	}
 	v.kin = kin
+	return nil
+}
 
+func (v *apiValidators) loadLib(doc []byte) error {
 	ld, err := libopenapi.NewDocument(doc)
 	if err != nil {
-		t.Fatalf("libopenapi: loading openapi.json: %v", err)
+		return fmt.Errorf("loading openapi.json: %w", err)
 	}
 	model, err := ld.BuildV3Model()
 	if err != nil {
-		t.Fatalf("libopenapi: building the model of openapi.json: %v", err)
+		return fmt.Errorf("building the model of openapi.json: %w", err)
 	}
 	v.libModel = &model.Model
 	lib, errs := validator.NewValidator(ld, v.libOptions()...)
 	if len(errs) > 0 {
-		t.Fatalf("libopenapi-validator: %v", errors.Join(errs...))
+		return errors.Join(errs...)
 	}
 	if ok, verrs := lib.ValidateDocument(); !ok || len(verrs) > 0 {
-		t.Fatalf("libopenapi-validator: openapi.json is invalid:\n%s", libErrors(verrs))
+		return fmt.Errorf("openapi.json is invalid:\n%s", libErrors(verrs))
 	}
 	v.lib = lib
 	v.libSchema = schema_validation.NewSchemaValidator(config.WithFormatAssertions())
-	return v
+	return nil
 }
 
 // libErrors renders libopenapi-validator's errors, one per line, with
