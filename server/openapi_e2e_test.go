@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,6 +39,7 @@ type e2e struct {
 	tokens  map[string]string
 	v       *apiValidators
 	srv     *server.Server
+	dir     string           // the demo's files: registry, lock, root
 	seen    map[string][]int // "METHOD /path/template" -> statuses answered
 }
 
@@ -113,7 +115,7 @@ func startE2E(t *testing.T) *e2e {
 			TLSClientConfig: &tls.Config{RootCAs: pool, Time: tlsClock, Certificates: certs}}}
 	}
 	e := &e2e{t: t, base: "https://" + ln.Addr().String(), bearer: client(), gateway: client(gwCert),
-		tokens: tokens, v: newAPIValidators(t), srv: srv, seen: map[string][]int{}}
+		tokens: tokens, v: newAPIValidators(t), srv: srv, dir: dir, seen: map[string][]int{}}
 	t.Cleanup(func() {
 		e.bearer.CloseIdleConnections()
 		e.gateway.CloseIdleConnections()
@@ -351,6 +353,10 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 	e.do(call{name: "malformed format", method: "POST", path: "/v1/handoffs?format=Governed", as: pWriterAn, ctype: "application/json", body: doc("01-product-to-analysis.json"), status: 400, invalid: true})
 	e.do(call{name: "malformed agent", method: "POST", path: "/v1/handoffs?from=Bad_Agent", as: pWriterAn, ctype: "application/json", body: doc("01-product-to-analysis.json"), status: 400, invalid: true})
 	e.do(call{name: "unknown parameter", method: "POST", path: "/v1/handoffs?dry=1", as: pWriterAn, ctype: "application/json", body: doc("01-product-to-analysis.json"), status: 400, invalid: true, kinBlind: "undeclared query parameters"})
+	big := `{"source_agent":"agent-a","padding":"` + strings.Repeat("x", 64<<10) + `"}`
+	e.do(call{name: "body over the limit", method: "POST", path: "/v1/handoffs", as: pWriterAn, ctype: "application/json", body: big, status: 413})
+	e.do(call{name: "compressed body", method: "POST", path: "/v1/handoffs", as: pWriterAn, ctype: "application/json",
+		header: map[string]string{"Content-Encoding": "gzip"}, body: doc("01-product-to-analysis.json"), status: 415, invalid: true, kinBlind: "undeclared headers"})
 	e.do(call{name: "multipart", method: "POST", path: "/v1/handoffs", as: pWriterAn, ctype: "multipart/form-data; boundary=x", body: "--x--\r\n", status: 415, invalid: true})
 
 	// Batches.
@@ -371,6 +377,10 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 			oneLine(doc("03-content-to-security.json")) + "\n" + `{"document":"## Status\nstep 2","from":"domain-03-technical","to":"domain-02-analysis"}` + "\n"})
 	e.do(call{name: "batch, a line refused", method: "POST", path: "/v1/handoffs:batch", as: pWriterA, ctype: "application/jsonl", status: 200,
 		body: env("## Status\nstep 3", "agent-a", "domain-02-analysis", "") + "\n" + env("## Status\nstep 4", "domain-03-technical", "domain-02-analysis", "") + "\n"})
+	e.do(call{name: "batch of too many documents", method: "POST", path: "/v1/handoffs:batch", as: pWriterAn, ctype: "application/x-ndjson", status: 413,
+		body: strings.Repeat(env("## Status\nstep", "domain-03-technical", "domain-02-analysis", "")+"\n", 51)})
+	e.do(call{name: "batch, a document over the limit", method: "POST", path: "/v1/handoffs:batch", as: pWriterAn, ctype: "application/x-ndjson", status: 200,
+		body: env(strings.Repeat("y", 64<<10+1), "domain-03-technical", "domain-02-analysis", "") + "\n"})
 	e.do(call{name: "batch as text", method: "POST", path: "/v1/handoffs:batch", as: pWriterAn, ctype: "text/plain", body: oneLine(doc("01-product-to-analysis.json")), status: 415, invalid: true})
 	e.do(call{name: "empty batch", method: "POST", path: "/v1/handoffs:batch", as: pWriterAn, ctype: "application/x-ndjson", status: 400, invalid: true})
 	e.do(call{name: "batch envelope of the wrong type", method: "POST", path: "/v1/handoffs:batch", as: pWriterAn, ctype: "application/x-ndjson",
@@ -475,6 +485,22 @@ func TestOpenAPIEndToEnd(t *testing.T) {
 
 	e.do(call{name: "reload", method: "POST", path: "/v1/reload", as: pOperator, status: 200})
 	e.do(call{name: "reload {}", method: "POST", path: "/v1/reload", as: pOperator, ctype: "application/json", body: "{}", status: 200})
+	// A new registry and lock: reload records their snapshots.
+	manifestPath := filepath.Join(e.dir, "registry", "prompt-manifest.json")
+	m, err := os.ReadFile(manifestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifestPath, append(m, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.Config(e.dir, "registry"); err != nil {
+		t.Fatal(err)
+	}
+	reload := e.do(call{name: "reload new files", method: "POST", path: "/v1/reload", as: pOperator, ctype: "application/json", body: "{}", status: 200})
+	if !strings.Contains(string(reload.resBody), `"kind":"snapshot"`) {
+		t.Errorf("reload of a new manifest and lock recorded no snapshot: %s", reload.resBody)
+	}
 	e.do(call{name: "reload []", method: "POST", path: "/v1/reload", as: pOperator, ctype: "application/json", body: "[]", status: 400, invalid: true})
 	e.do(call{name: "reload as text", method: "POST", path: "/v1/reload", as: pOperator, ctype: "text/plain", body: "x", status: 415, invalid: true})
 
