@@ -3,6 +3,7 @@ package server_test
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,99 @@ func apiReference(t *testing.T) string {
 			b.WriteString("\n")
 		}
 	}
+	b.WriteString(schemaReference(t))
 	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// apiSchema is the part of a JSON Schema the reference renders.
+type apiSchema struct {
+	Ref         string               `json:"$ref"`
+	Type        any                  `json:"type"`
+	Description string               `json:"description"`
+	Const       any                  `json:"const"`
+	Enum        []any                `json:"enum"`
+	Pattern     string               `json:"pattern"`
+	Items       *apiSchema           `json:"items"`
+	OneOf       []apiSchema          `json:"oneOf"`
+	AnyOf       []apiSchema          `json:"anyOf"`
+	Properties  map[string]apiSchema `json:"properties"`
+	Required    []string             `json:"required"`
+	Closed      *bool                `json:"additionalProperties"`
+}
+
+// typeOf renders a schema's type in one cell: a component's name, a
+// const, an enum, an array of something.
+func (s apiSchema) typeOf() string {
+	switch {
+	case s.Ref != "":
+		name := s.Ref[strings.LastIndexByte(s.Ref, '/')+1:]
+		return "[" + name + "](#" + strings.ToLower(name) + ")"
+	case s.Const != nil:
+		return fmt.Sprintf("`%v`", s.Const)
+	case len(s.Enum) > 0:
+		var vs []string
+		for _, v := range s.Enum {
+			vs = append(vs, fmt.Sprintf("`%v`", v))
+		}
+		return strings.Join(vs, ", ")
+	case s.Items != nil:
+		return "array of " + s.Items.typeOf()
+	case len(s.OneOf) > 0:
+		var vs []string
+		for _, v := range s.OneOf {
+			vs = append(vs, v.typeOf())
+		}
+		return "one of " + strings.Join(vs, ", ")
+	}
+	switch t := s.Type.(type) {
+	case string:
+		return t
+	case []any:
+		var vs []string
+		for _, v := range t {
+			vs = append(vs, fmt.Sprint(v))
+		}
+		return strings.Join(vs, " or ")
+	}
+	return "any"
+}
+
+// schemaReference renders the document's component schemas: each
+// object's members (type, whether required, meaning) and each union's
+// branches.
+func schemaReference(t *testing.T) string {
+	var doc struct {
+		Components struct {
+			Schemas map[string]apiSchema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(server.OpenAPI(), &doc, json.RejectUnknownMembers(false)); err != nil {
+		t.Fatal(err)
+	}
+	cell := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ") }
+	var b strings.Builder
+	b.WriteString("## Schemas\n\nThe bodies' components. An object marked closed refuses members it does not list.\n\n")
+	for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
+		s := doc.Components.Schemas[name]
+		fmt.Fprintf(&b, "### %s\n\n", name)
+		if s.Description != "" {
+			b.WriteString(s.Description + "\n\n")
+		}
+		if len(s.Properties) == 0 {
+			fmt.Fprintf(&b, "%s.\n\n", s.typeOf())
+			continue
+		}
+		if s.Closed != nil && !*s.Closed {
+			b.WriteString("An object (closed).\n\n")
+		}
+		b.WriteString("| member | type | required | meaning |\n|---|---|---|---|\n")
+		for _, p := range slices.Sorted(maps.Keys(s.Properties)) {
+			ps := s.Properties[p]
+			fmt.Fprintf(&b, "| `%s` | %s | %v | %s |\n", p, cell(ps.typeOf()), slices.Contains(s.Required, p), cell(ps.Description))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // TestAPIReference holds docs/reference/http-api.md to openapi.json.
