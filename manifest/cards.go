@@ -187,41 +187,9 @@ func isCardsFolder(root *os.Root, entries []fs.DirEntry) bool {
 // loadCards reads the *.json files of an Agent Cards folder (top level
 // only; symbolic links refused).
 func loadCards(dir string, root *os.Root, entries []fs.DirEntry) (*Registry, error) {
-	var (
-		files []SkillFile
-		errs  ErrorList
-	)
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".json") {
-			continue
-		}
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			errs = append(errs, &Error{File: filepath.Join(dir, name),
-				Err: fmt.Errorf("%w: agent card %s is a symbolic link", ErrPathEscape, quote(name))})
-			continue
-		case !e.Type().IsRegular():
-			continue
-		}
-		fi, err := root.Lstat(name)
-		if err != nil {
-			return nil, err
-		}
-		if fi.Size() > MaxFileSize {
-			errs = append(errs, &Error{File: filepath.Join(dir, name),
-				Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, fi.Size(), MaxFileSize)})
-			continue
-		}
-		data, err := root.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, SkillFile{Path: name, Data: data})
-	}
-	if len(errs) > 0 {
-		sortErrors(errs)
-		return nil, errs
+	files, err := readFlat(dir, root, entries, ".json", "agent card")
+	if err != nil {
+		return nil, err
 	}
 	return ParseAgentCards(dir, files)
 }

@@ -105,19 +105,31 @@ func ParseSubagents(dir string, files []SkillFile) (*Registry, error) {
 // loadSubagents reads the *.md files of a subagents folder (top level
 // only; symbolic links refused).
 func loadSubagents(dir string, root *os.Root, entries []fs.DirEntry) (*Registry, error) {
+	files, err := readFlat(dir, root, entries, ".md", "subagent file")
+	if err != nil {
+		return nil, err
+	}
+	return ParseSubagents(dir, files)
+}
+
+// readFlat reads the files of a registry folder whose names end in suffix
+// (top level only): a symbolic link is refused as a path escape, a file
+// over MaxFileSize as too large, each naming the file (what names its kind
+// in the message); other entries are skipped.
+func readFlat(dir string, root *os.Root, entries []fs.DirEntry, suffix, what string) ([]SkillFile, error) {
 	var (
 		files []SkillFile
 		errs  ErrorList
 	)
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, ".md") {
+		if !strings.HasSuffix(name, suffix) {
 			continue
 		}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			errs = append(errs, &Error{File: filepath.Join(dir, name),
-				Err: fmt.Errorf("%w: subagent file %s is a symbolic link", ErrPathEscape, quote(name))})
+				Err: fmt.Errorf("%w: %s %s is a symbolic link", ErrPathEscape, what, quote(name))})
 			continue
 		case !e.Type().IsRegular():
 			continue
@@ -141,5 +153,5 @@ func loadSubagents(dir string, root *os.Root, entries []fs.DirEntry) (*Registry,
 		sortErrors(errs)
 		return nil, errs
 	}
-	return ParseSubagents(dir, files)
+	return files, nil
 }
