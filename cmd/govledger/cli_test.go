@@ -186,6 +186,15 @@ func TestExamplesParse(t *testing.T) {
 			arg := ""
 			for i < len(words) {
 				if j := skipFlags(words, i, local); j > i {
+					for k := i; k < j; k++ {
+						w := words[k]
+						name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+						if _, ok := local[name]; !ok && name != "help" && name != "h" {
+							t.Errorf("%s: example %q: %s has no flag %s", where, line, c.FullName(), w)
+						} else if !hasValue && local[name] {
+							k++ // its value
+						}
+					}
 					if arg != "" {
 						t.Errorf("%s: example %q: flag %s after the argument %q is refused", where, line, words[i], arg)
 						break

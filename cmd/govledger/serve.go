@@ -58,7 +58,8 @@ Examples:
   govledger serve --addr 127.0.0.1:8080
   govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
   govledger serve --key ledger.key --rate 50 --max-age 1h
-  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-mode fail-closed`,
+  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-mode fail-closed
+  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-qpd 1440`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (port 0: any free port, logged)"},
 			tokensFlag(&tokens),

@@ -55,6 +55,7 @@ Examples:
   govledger verify --export audit.jsonl
   govledger verify --checkpoint cp/latest --key ledger.pub --state ~/.govledger-state
   govledger verify --server http://127.0.0.1:8080 --key ledger.pub --state ~/.govledger-state
+  govledger verify --server http://127.0.0.1:8080 --key ledger.pub --idle-timeout 30s --max-download 1073741824
 ` + remoteHelp + `
 verify --server fetches the server's signed checkpoint and its export and
 trusts neither: the checkpoint must be signed by --key, the export is replayed

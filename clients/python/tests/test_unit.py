@@ -303,6 +303,16 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             d.record_outcome("succeeded")
 
+    def test_rejection_field_once(self):
+        # the server's message starts with the field it names: the refusal says it once
+        result = {"seq": 5, "entry_hash": "cd" * 32, "decision": "rejected", "reasons": [
+            {"code": "HASH_MISMATCH", "severity": "critical", "field": "target_agent.prompt_hash",
+             "message": "target_agent.prompt_hash: differs from the lock"}]}
+        s = self.stub(json_answer(201, result))
+        d = gate(Client(s.url), SRC, DST, "r", "s", AT, mode="refuse")
+        self.assertEqual(d.refusal, "govledger: handoff planner -> writer rejected (ledger seq 5); writer must not run:\n"
+                                    "- HASH_MISMATCH target_agent.prompt_hash: differs from the lock")
+
     def test_overloaded_until_the_retries_run_out(self):
         s = self.stub(json_answer(503, {"type": "t", "title": "Overloaded", "status": 503, "code": "OVERLOADED"},
                                   "application/problem+json", {"Retry-After": "0"}))

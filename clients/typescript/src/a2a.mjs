@@ -9,7 +9,11 @@
 //
 // The source is the local agent; the target is the remote agent the client's
 // Agent Card names, and what is hashed for it is the card's canonical JSON
-// (RFC 8785): the registry pins the card file, kept in that form, as a prompt.
+// (RFC 8785) as the SDK holds it. The lock pins a file's bytes, so the
+// registry must hold the card file in exactly that form (canonicalJSON(card),
+// no trailing newline), and name the agent as card.name or through the
+// Governor's agents map; an Agent Cards folder kept indented, as cards are
+// served, quotes a different hash (docs/guides/frameworks.md, "@a2a-js/sdk").
 // The run is the message's contextId (a UUID v7, or pass run()); the step is
 // its messageId, which a client resending the same message keeps.
 

@@ -226,8 +226,10 @@ def refusal_text(source, target, result):
     lines = ["govledger: handoff %s -> %s rejected (ledger seq %s); %s must not run:" % (source, target, result.get("seq"), target)]
     for r in result.get("reasons") or []:
         if isinstance(r, dict):
-            field = r.get("field")
-            lines.append("- %s%s: %s" % (r.get("code"), " " + field if field else "", r.get("message")))
+            field, message = r.get("field"), r.get("message")
+            if field and isinstance(message, str) and message.startswith(field + ": "):
+                message = message[len(field) + 2:]  # the server's message names the field already
+            lines.append("- %s%s: %s" % (r.get("code"), " " + field if field else "", message))
     return "\n".join(lines)
 
 
