@@ -206,12 +206,13 @@ func (s *state) acceptedTag(id string) (entry.Accept, bool, error) {
 }
 
 // tagTable maps 64-bit digests to seqs, 8 bytes a slot: 256 shards of
-// linear probing, each a power of two of slots, each doubled alone when
-// seven eighths full, so growing never holds more than one shard twice.
-// A slot is tag<<40 | seq, seq 0 marking an empty one; a digest's top 8
-// bits choose the shard and 24 bits below them are the tag, which also
-// chooses the first slot to probe (a slot keeps no other bits of the
-// digest, so it must be placed again from its tag when its shard grows).
+// linear probing, each grown alone by a quarter when seven eighths full,
+// so a shard is 70-88% full and growing never holds more than one shard
+// twice. A slot is tag<<40 | seq, seq 0 marking an empty one; a digest's
+// top 8 bits choose the shard and the 24 bits below them are the tag,
+// which also places the first slot to probe (tag*len/2^24: a slot keeps
+// no other bits of the digest, so it is placed again from its tag when
+// its shard grows).
 type tagTable struct {
 	shards [256]tagShard
 }
@@ -234,9 +235,14 @@ func (t *tagTable) insert(d, seq uint64) {
 	sh.n++
 }
 
+// first is the slot a tag's probe starts at.
+func (sh *tagShard) first(tag uint64) int { return int(tag * uint64(len(sh.slots)) >> 24) }
+
 func (sh *tagShard) put(slot uint64) {
-	mask := uint64(len(sh.slots) - 1)
-	for i := slot >> tagSeqBits & mask; ; i = (i + 1) & mask {
+	for i := sh.first(slot >> tagSeqBits); ; i++ {
+		if i == len(sh.slots) {
+			i = 0
+		}
 		if sh.slots[i] == 0 {
 			sh.slots[i] = slot
 			return
@@ -244,10 +250,10 @@ func (sh *tagShard) put(slot uint64) {
 	}
 }
 
-// grow doubles the shard, placing each slot again from its tag.
+// grow makes the shard a quarter larger, placing each slot again.
 func (sh *tagShard) grow() {
 	old := sh.slots
-	sh.slots = make([]uint64, max(2*len(old), 16))
+	sh.slots = make([]uint64, max(len(old)+len(old)/4, 16))
 	for _, v := range old {
 		if v != 0 {
 			sh.put(v)
@@ -263,9 +269,15 @@ func (t *tagTable) each(d uint64, fn func(seq uint64) bool) {
 		return
 	}
 	tag := tagOf(d)
-	mask := uint64(len(sh.slots) - 1)
-	for i := tag & mask; sh.slots[i] != 0; i = (i + 1) & mask {
-		if v := sh.slots[i]; v>>tagSeqBits == tag && !fn(v&maxPackedSeq) {
+	for i := sh.first(tag); ; i++ {
+		if i == len(sh.slots) {
+			i = 0
+		}
+		v := sh.slots[i]
+		if v == 0 {
+			return
+		}
+		if v>>tagSeqBits == tag && !fn(v&maxPackedSeq) {
 			return
 		}
 	}

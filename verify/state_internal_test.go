@@ -41,8 +41,8 @@ func TestTagTable(t *testing.T) {
 	for _, sh := range tt.shards {
 		slots += len(sh.slots)
 	}
-	if b := float64(slots*8) / float64(len(ds)); b > 8/(7.0/16) {
-		t.Errorf("%.1f bytes a digest, want at most %.1f", b, 8/(7.0/16))
+	if b := float64(slots*8) / float64(len(ds)); b > 8/0.7 {
+		t.Errorf("%.1f bytes a digest, want at most %.1f", b, 8/0.7)
 	}
 }
 
