@@ -61,10 +61,14 @@
 // gathered, with the blobs they name (about 3 MiB with two workers).
 //
 // Beyond those, Replay holds the parsed snapshots, the blocked agents, the
-// entries whose bytes are missing, and for each accepted handoff ID a
-// 64-bit keyed digest mapped to its seq and a 24-bit digest of its payload
-// hash (16 bytes a slot in a Go map: about 36 MiB of live heap at one
-// million accepted handoffs, measured by BenchmarkReplay). Replay never
+// entries whose bytes are missing, and for each accepted handoff ID: from
+// a source that reads entries again (LedgerSource), one 8-byte slot of a
+// 24-bit tag of its keyed digest and its seq, in shards 70-88% full (about
+// 10 MiB at one million accepted handoffs; an outcome's link is judged
+// from its handoff, read again); from other sources, a 64-bit keyed digest
+// mapped to its seq and a 24-bit digest of its payload hash in a Go map,
+// and a packed word for the outcome links (about 30 bytes an entry).
+// TestReplayHeap holds both budgets. Replay never
 // panics: a panic while judging an entry, or in the source, is recovered
 // and reported as a finding of kind "corrupt".
 package verify

@@ -110,3 +110,13 @@ func (c *chain) handoff(id string, payload []byte, manifest, lock []byte, rs []r
 		PayloadSHA256: hashPtr(entry.Sum256(payload)), PayloadSize: int64Ptr(int64(len(payload))),
 		ManifestSHA256: hashPtr(entry.Sum256(manifest)), LockSHA256: hashPtr(entry.Sum256(lock)), Blocks: blocks}, payload)
 }
+
+// entry reads the entry stored under seq again (for verify.Rereading).
+func (f *fakeSource) entry(_ context.Context, seq uint64) (*entry.Entry, error) {
+	for i, k := range f.keys {
+		if k == seq {
+			return entry.Decode(f.raws[i])
+		}
+	}
+	return nil, fmt.Errorf("entry %d: %w", seq, ledger.ErrNotFound)
+}

@@ -132,8 +132,8 @@ type replayer struct {
 	links     links                  // accepted handoffs and their outcomes
 }
 
-// links is what the outcomes of accepted handoffs must name, kept
-// compactly: for each accepted handoff, in seq order, one word packing its
+// links is what the outcomes of accepted handoffs must name (packed only
+// for a source that cannot read the handoff again), kept compactly: for each accepted handoff, in seq order, one word packing its
 // seq (40 bits) and a 24-bit keyed digest of its target and workflow_id
 // (a handoff beyond 2^40 entries is kept in over); and the first outcome of
 // each handoff that has one. Memory grows 8 bytes an accepted handoff. The
@@ -183,8 +183,8 @@ func (l *links) names(seq uint64) (uint64, bool) {
 // outcome judges the link of outcome e to the handoff it names: an earlier
 // accepted handoff whose target and workflow_id it names, with no outcome
 // before this one. (A decision_seq not before e's own seq is malformed.)
-func (r *replayer) outcome(e *entry.Entry) {
-	names, ok := r.links.names(e.DecisionSeq)
+func (r *replayer) outcome(seq uint64, e *entry.Entry) {
+	ok, same := r.decision(seq, e)
 	first := r.links.first[e.DecisionSeq]
 	switch {
 	case !ok:
@@ -193,7 +193,7 @@ func (r *replayer) outcome(e *entry.Entry) {
 	case first != 0:
 		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "one outcome", Got: fmt.Sprintf("also seq %d", first),
 			Message: fmt.Sprintf("decision seq %d has an outcome already (seq %d)", e.DecisionSeq, first)})
-	case names != r.linkNames(e.Agent, e.WorkflowID):
+	case !same:
 		r.add(Finding{Seq: e.Seq, Kind: KindOutcome, Want: "the handoff's target and workflow_id", Got: fmt.Sprintf("agent %q, workflow_id %s", e.Agent, nullText(e.WorkflowID)),
 			Message: fmt.Sprintf("the outcome names another agent or workflow than decision seq %d", e.DecisionSeq)})
 	}
@@ -203,6 +203,26 @@ func (r *replayer) outcome(e *entry.Entry) {
 		}
 		r.links.first[e.DecisionSeq] = e.Seq
 	}
+}
+
+// decision reports whether the outcome e, delivered as seq, names an
+// earlier accepted handoff, and whether it names that handoff's target and
+// workflow_id. A source that reads entries again (a ledger) answers from
+// the handoff itself, so the replay keeps no links; otherwise from links.
+func (r *replayer) decision(seq uint64, e *entry.Entry) (ok, same bool) {
+	if r.state.reader == nil {
+		names, ok := r.links.names(e.DecisionSeq)
+		return ok, ok && names == r.linkNames(e.Agent, e.WorkflowID)
+	}
+	if e.DecisionSeq == 0 || e.DecisionSeq >= seq {
+		return false, false
+	}
+	d, err := r.state.reader.entry(r.ctx, e.DecisionSeq)
+	if err != nil || d.Kind != entry.KindHandoff || d.Decision != reason.Accepted || !d.Target.Valid {
+		return false, false
+	}
+	w, dw := e.WorkflowID, d.WorkflowID
+	return true, d.Target.S == e.Agent && w.Valid == dw.Valid && (!w.Valid || w.S == dw.S)
 }
 
 // missingBlob is a blob an entry names that the source does not have.
@@ -455,11 +475,11 @@ func (r *replayer) judge(j *job) {
 	r.apply(seq, e, h, st)
 	switch e.Kind {
 	case entry.KindHandoff:
-		if e.Decision == reason.Accepted && e.Target.Valid {
+		if e.Decision == reason.Accepted && e.Target.Valid && r.state.reader == nil {
 			r.links.add(seq, r.linkNames(e.Target.S, e.WorkflowID))
 		}
 	case entry.KindOutcome:
-		r.outcome(e)
+		r.outcome(seq, e)
 	case entry.KindRedaction:
 		if r.redaction == nil {
 			r.redaction = map[uint64]bool{}

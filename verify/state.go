@@ -23,9 +23,17 @@ import (
 // probability about 2^-25), and an accepted ID resubmitted with other bytes
 // passes for a replay of the same bytes with probability 2^-24 (a spurious
 // "reasons" finding, never a missed one).
+//
+// Where the source can read an entry again, the table needs neither the
+// whole digest nor the payload's: a slot of tags holds a 24-bit tag of
+// the ID's digest and the seq (40 bits), 8 bytes a slot instead of a Go
+// map's 16, in open-addressed shards that grow one at a time. Every slot
+// whose tag matches is confirmed by reading its entry (a tag shared by
+// two IDs costs a read, never a wrong answer).
 type state struct {
 	key      [16]byte
-	accepted map[uint64]uint64       // digest(id) -> seq<<24 | digest(payload)&0xffffff
+	accepted map[uint64]uint64       // digest(id) -> seq<<24 | digest(payload)&0xffffff; without reader
+	tags     *tagTable               // with reader
 	overflow map[string]acceptedSeq  // IDs whose seq does not fit in 40 bits
 	blocked  map[string]uint64       // agent -> seq of the entry that blocked it
 	idem     map[uint64]entry.Accept // digest(idempotency key) -> first use
@@ -44,7 +52,12 @@ type acceptedSeq struct {
 const maxPackedSeq = 1<<40 - 1
 
 func newState(ctx context.Context, r entryReader) *state {
-	s := &state{accepted: make(map[uint64]uint64), blocked: make(map[string]uint64), idem: map[uint64]entry.Accept{}, reader: r, ctx: ctx}
+	s := &state{blocked: make(map[string]uint64), idem: map[uint64]entry.Accept{}, reader: r, ctx: ctx}
+	if r != nil {
+		s.tags = &tagTable{}
+	} else {
+		s.accepted = make(map[uint64]uint64)
+	}
 	rand.Read(s.key[:])
 	return s
 }
@@ -67,13 +80,20 @@ func (s *state) digest(b []byte) uint64 {
 
 // accept records the first acceptance of id.
 func (s *state) accept(id string, seq uint64, payload entry.Hash) {
-	if _, _, ok := s.lookup(id); ok {
-		return
-	}
 	if _, ok := s.overflow[id]; ok {
 		return
 	}
-	if seq > maxPackedSeq {
+	if s.tags != nil {
+		// The fold hands over first acceptances only (a tag match is not
+		// an ID match, so it is not looked up here).
+		if seq != 0 && seq <= maxPackedSeq {
+			s.tags.insert(s.digest([]byte(id)), seq)
+			return
+		}
+	} else if _, _, ok := s.lookup(id); ok {
+		return
+	}
+	if seq > maxPackedSeq || seq == 0 {
 		if s.overflow == nil {
 			s.overflow = map[string]acceptedSeq{}
 		}
@@ -100,6 +120,9 @@ func (s *state) lookup(id string) (seq, payload24 uint64, ok bool) {
 func (s *state) Accepted(id string) (entry.Accept, bool, error) {
 	if a, ok := s.overflow[id]; ok {
 		return entry.Accept{Seq: a.seq, Payload: a.payload}, true, nil
+	}
+	if s.tags != nil {
+		return s.acceptedTag(id)
 	}
 	seq, p24, ok := s.lookup(id)
 	if !ok {
@@ -145,4 +168,117 @@ func (s *state) commit(d *entry.Delta) {
 		s.idem[s.digest([]byte(k))] = a
 	}
 	d.ApplyBlocked(s.blocked)
+}
+
+// acceptedTag is Accepted with the table of tags: each slot whose tag
+// matches is read again, and the first whose entry is an accepted handoff
+// with the ID answers. When a matching slot cannot be read (a damaged
+// entry) and no other one answers, the ID is taken as accepted there with
+// a payload hash other than the current one, marked approximated.
+func (s *state) acceptedTag(id string) (entry.Accept, bool, error) {
+	var unread uint64
+	var payload entry.Hash
+	found, seq := false, uint64(0)
+	s.tags.each(s.digest([]byte(id)), func(q uint64) bool {
+		e, err := s.reader.entry(s.ctx, q)
+		if err != nil || e.Kind != entry.KindHandoff || !e.HandoffID.Valid || e.PayloadSHA256 == nil {
+			if unread == 0 {
+				unread = q
+			}
+			return true
+		}
+		if e.HandoffID.S != id {
+			return true
+		}
+		found, seq, payload = true, q, *e.PayloadSHA256
+		return false
+	})
+	if found {
+		return entry.Accept{Seq: seq, Payload: payload}, true, nil
+	}
+	if unread != 0 {
+		other := s.current
+		other[0] ^= 0xff
+		s.approximated = true
+		return entry.Accept{Seq: unread, Payload: other}, true, nil
+	}
+	return entry.Accept{}, false, nil
+}
+
+// tagTable maps 64-bit digests to seqs, 8 bytes a slot: 256 shards of
+// linear probing, each grown alone by a quarter when seven eighths full,
+// so a shard is 70-88% full and growing never holds more than one shard
+// twice. A slot is tag<<40 | seq, seq 0 marking an empty one; a digest's
+// top 8 bits choose the shard and the 24 bits below them are the tag,
+// which also places the first slot to probe (tag*len/2^24: a slot keeps
+// no other bits of the digest, so it is placed again from its tag when
+// its shard grows).
+type tagTable struct {
+	shards [256]tagShard
+}
+
+type tagShard struct {
+	slots []uint64
+	n     int
+}
+
+const tagSeqBits = 40
+
+func tagOf(d uint64) uint64 { return d >> 32 & 0xffffff }
+
+func (t *tagTable) insert(d, seq uint64) {
+	sh := &t.shards[d>>56]
+	if (sh.n+1)*8 > len(sh.slots)*7 {
+		sh.grow()
+	}
+	sh.put(tagOf(d)<<tagSeqBits | seq)
+	sh.n++
+}
+
+// first is the slot a tag's probe starts at.
+func (sh *tagShard) first(tag uint64) int { return int(tag * uint64(len(sh.slots)) >> 24) }
+
+func (sh *tagShard) put(slot uint64) {
+	for i := sh.first(slot >> tagSeqBits); ; i++ {
+		if i == len(sh.slots) {
+			i = 0
+		}
+		if sh.slots[i] == 0 {
+			sh.slots[i] = slot
+			return
+		}
+	}
+}
+
+// grow makes the shard a quarter larger, placing each slot again.
+func (sh *tagShard) grow() {
+	old := sh.slots
+	sh.slots = make([]uint64, max(len(old)+len(old)/4, 16))
+	for _, v := range old {
+		if v != 0 {
+			sh.put(v)
+		}
+	}
+}
+
+// each calls fn with the seq of every slot whose tag is d's, until fn
+// returns false.
+func (t *tagTable) each(d uint64, fn func(seq uint64) bool) {
+	sh := &t.shards[d>>56]
+	if len(sh.slots) == 0 {
+		return
+	}
+	tag := tagOf(d)
+	for i := sh.first(tag); ; i++ {
+		if i == len(sh.slots) {
+			i = 0
+		}
+		v := sh.slots[i]
+		if v == 0 {
+			return
+		}
+		if v>>tagSeqBits == tag && !fn(v&maxPackedSeq) {
+			return
+		}
+	}
 }
