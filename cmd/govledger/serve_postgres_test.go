@@ -132,17 +132,23 @@ func TestServePostgresReplicas(t *testing.T) {
 	replicas[1] = e.start()
 	rmu.Unlock()
 	waitAcks("after the SIGKILL", 20)
-	// PostgreSQL crashes and recovers mid-load.
+	// PostgreSQL crashes and recovers mid-load. A restart that lands
+	// between requests is not noticed by any client (seen once in CI on a
+	// quiet machine): up to three restarts, and at least one must be.
 	before := n503.Load()
-	if err := srv.RestartImmediate(); err != nil {
-		t.Fatal(err)
+	restarts := 0
+	for restarts < 3 && n503.Load() == before {
+		if err := srv.RestartImmediate(); err != nil {
+			t.Fatal(err)
+		}
+		restarts++
+		waitAcks("after the PostgreSQL restart", 20)
 	}
-	waitAcks("after the PostgreSQL restart", 20)
 	down := n503.Load() - before
 	cancel()
 	wg.Wait()
 	if down == 0 {
-		t.Error("no 503 while PostgreSQL restarted: the restart went unnoticed, the test proves nothing about it")
+		t.Errorf("no 503 while PostgreSQL restarted %d times: the restarts went unnoticed, the test proves nothing about them", restarts)
 	}
 	// Settle the requests whose answer was lost.
 	for {
