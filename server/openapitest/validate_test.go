@@ -1,4 +1,4 @@
-package server_test
+package openapitest_test
 
 import (
 	"bufio"
@@ -422,7 +422,7 @@ func TestOpenAPIEntryVectors(t *testing.T) {
 	n := 0
 	kinds := map[string]bool{}
 	for _, file := range []string{"entries.jsonl", "govledger-entries.jsonl"} {
-		data, err := os.ReadFile(filepath.Join("..", "testdata", "vectors", file))
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "vectors", file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package server_test
+package openapitest_test
 
 import (
 	"context"
