@@ -53,8 +53,10 @@ func (d *Driver) Append(ctx context.Context, b *ledger.Batch) error {
 	d.setLast(headTime{seq: b.Head.Seq, hash: b.Head.Hash, time: last.Time.Time})
 	if w.indexed == w.seq {
 		d.unindexed = nil
+		d.setTail(emptyTail(w.seq))
 	} else {
 		d.unindexed = append(d.unindexed, w.unindexed...)
+		d.setTail(w.next)
 	}
 	if len(b.Erase) > 0 {
 		if err := d.compact(); err != nil {
@@ -93,6 +95,12 @@ type writer struct {
 	// of this writer's entries (all beyond indexed).
 	indexed   uint64
 	unindexed []indexed
+	// tail is what the entries beyond indexed add to the decision
+	// indexes when the transaction began, next the same with the batch's
+	// entries (tail.go); stored maps each blob the batch stores to the
+	// seq it is stored under.
+	tail, next *tail
+	stored     map[entry.Hash]uint64
 }
 
 // indexed is one entry's secondary index prefixes (indexPrefixes).
@@ -138,6 +146,11 @@ func (d *Driver) newWriter(tx *bolt.Tx, b *ledger.Batch) (*writer, error) {
 	if w.indexed, err = readIndexed(w.meta, seq); err != nil {
 		return nil, err
 	}
+	if w.tail = d.tailFor(w.indexed, seq); w.tail == nil || w.tail.head != seq {
+		if w.tail, err = readTail(w.entries, w.blobs, w.indexed, seq, true); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 
@@ -168,6 +181,10 @@ func (w *writer) store(b *ledger.Batch) error {
 	if err := w.meta.Put(metaHead, cat(be64(b.Head.Seq), b.Head.Hash[:])); err != nil {
 		return err
 	}
+	for _, a := range b.Entries {
+		sum := a.Entry.Blob()
+		w.next.add(a.Entry, sum != nil && w.stored[*sum] == a.Entry.Seq)
+	}
 	if w.seq-w.indexed >= w.d.indexBatch {
 		return w.flushIndexes(w.d.unindexed)
 	}
@@ -176,8 +193,10 @@ func (w *writer) store(b *ledger.Batch) error {
 
 // putBlobs stores the batch's blobs not yet in the file, each under the seq
 // of the first entry of the batch naming it, so blobs keys grow like the
-// entries'; idx_blob maps the blob's SHA-256 to that key.
+// entries'; idx_blob (or, until it is written, the tail) maps the blob's
+// SHA-256 to that key.
 func (w *writer) putBlobs(b *ledger.Batch) error {
+	w.next, w.stored = w.tail.clone(), map[entry.Hash]uint64{}
 	done := make(map[entry.Hash]bool, len(b.Blobs))
 	for _, a := range b.Entries {
 		sum := a.Entry.Blob()
@@ -192,6 +211,9 @@ func (w *writer) putBlobs(b *ledger.Batch) error {
 		if w.idxBlob.Get(sum[:]) != nil {
 			continue // stored by an earlier entry
 		}
+		if _, ok := w.tailBlob(*sum); ok {
+			continue // stored by an earlier entry beyond indexed
+		}
 		key := be64(a.Entry.Seq)
 		if w.blobs.Get(key) != nil {
 			return fmt.Errorf("%w: blob of entry %d already exists", ledger.ErrCorrupt, a.Entry.Seq)
@@ -199,9 +221,7 @@ func (w *writer) putBlobs(b *ledger.Batch) error {
 		if err := w.blobs.Put(key, data); err != nil {
 			return err
 		}
-		if err := w.idxBlob.Put(clone(sum[:]), key); err != nil {
-			return err
-		}
+		w.stored[*sum] = a.Entry.Seq
 	}
 	if len(done) != len(b.Blobs) {
 		return fmt.Errorf("%w: the batch holds %d blobs, its entries name %d of them", ledger.ErrCorrupt, len(b.Blobs), len(done))
@@ -209,10 +229,28 @@ func (w *writer) putBlobs(b *ledger.Batch) error {
 	return nil
 }
 
+// tailBlob returns the key of the blob sum if an entry beyond indexed
+// stored it and it is still stored.
+func (w *writer) tailBlob(sum entry.Hash) ([]byte, bool) {
+	seqs := w.tail.blobs[sum]
+	if len(seqs) == 0 {
+		return nil, false
+	}
+	key := be64(seqs[len(seqs)-1])
+	return key, w.blobs.Get(key) != nil
+}
+
 // eraseBlob removes the blob sum, if stored, and its idx_blob key.
 func (w *writer) eraseBlob(sum entry.Hash) error {
 	key := w.idxBlob.Get(sum[:])
 	if key == nil {
+		if seq, ok := w.stored[sum]; ok {
+			delete(w.stored, sum) // stored by this batch
+			return w.blobs.Delete(be64(seq))
+		}
+		if k, ok := w.tailBlob(sum); ok {
+			return w.blobs.Delete(k)
+		}
 		return nil
 	}
 	if len(key) != 8 {
@@ -225,17 +263,18 @@ func (w *writer) eraseBlob(sum entry.Hash) error {
 }
 
 // putTiles adds the stored hashes from index base on (in tlog storage
-// order) to the tiles holding them: only hashes of levels 0, 8, 16, … are
+// order) to the tiles holding them: only hashes of levels 8, 16, … are
 // kept, each appended to its tile, which must end just before it. A tile
-// is rewritten once per commit that extends it and never after it is full;
-// a level-0 tile is deleted once full (its hashes are the entries' leaf
-// hashes, see tileHeight).
+// is rewritten once per commit that extends it and never after it is
+// full. From format 7 on no level-0 tile is stored: its hashes are the
+// entries' leaf hashes (see tileHeight), so an append writes the tiles
+// bucket only once per 256 entries.
 func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 	changed := map[string][]byte{}
 	var order []string
 	for i, h := range hashes {
 		level, n := tlog.SplitStoredHashIndex(base + int64(i))
-		if level%tileHeight != 0 {
+		if level == 0 || level%tileHeight != 0 {
 			continue
 		}
 		k := string(tileKey(level/tileHeight, n>>tileHeight))
@@ -251,13 +290,7 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 	}
 	slices.Sort(order)
 	for _, k := range order {
-		var err error
-		if k[0] == 0 && len(changed[k]) == tlog.HashSize<<tileHeight {
-			err = b.Delete([]byte(k))
-		} else {
-			err = b.Put([]byte(k), changed[k])
-		}
-		if err != nil {
+		if err := b.Put([]byte(k), changed[k]); err != nil {
 			return err
 		}
 	}
@@ -265,22 +298,24 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 }
 
 // tileHashes implements tlog.HashReader over a tiles bucket: each stored
-// hash is read from, or computed within, the tile holding it. A full
-// level-0 tile that is not stored (format 5) is the leaf hashes of its
-// entries, read from ents; size is the tree size (the head seq).
+// hash is read from, or computed within, the tile holding it. A level-0
+// tile that is not stored (a full one from format 5 on, every one from
+// format 7 on) is the leaf hashes of its entries, read from ents; size is
+// the tree size (the head seq). A format 6 file still stores the partial
+// level-0 tile, which is read as it is.
 func tileHashes(b getter, ents rbucket, size uint64, indexes []int64) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
-	var leaves map[int64][]byte // full level-0 tiles computed by this call
+	var leaves map[int64][]byte // level-0 tiles computed by this call
 	for i, x := range indexes {
 		if x < 0 {
 			return nil, fmt.Errorf("%w: tree hash index %d", ledger.ErrCorrupt, x)
 		}
 		t := tlog.TileForIndex(tileHeight, x)
 		data := b.Get(tileKey(t.L, t.N))
-		if data == nil && t.L == 0 && uint64(t.N+1)<<tileHeight <= size {
+		if first := uint64(t.N) << tileHeight; data == nil && t.L == 0 && first < size {
 			if data = leaves[t.N]; data == nil {
 				var err error
-				if data, err = leafTile(ents, t.N); err != nil {
+				if data, err = leafTile(ents, t.N, min(size-first, 1<<tileHeight)); err != nil {
 					return nil, err
 				}
 				if leaves == nil {
@@ -301,14 +336,14 @@ func tileHashes(b getter, ents rbucket, size uint64, indexes []int64) ([]tlog.Ha
 	return out, nil
 }
 
-// leafTile returns the full level-0 tile n: the leaf hashes of entries
-// 256n+1 … 256n+256.
-func leafTile(ents rbucket, n int64) ([]byte, error) {
-	data := make([]byte, 0, tlog.HashSize<<tileHeight)
+// leafTile returns the first width hashes of level-0 tile n: the leaf
+// hashes of entries 256n+1 … 256n+width.
+func leafTile(ents rbucket, n int64, width uint64) ([]byte, error) {
+	data := make([]byte, 0, tlog.HashSize*width)
 	first := uint64(n)<<tileHeight + 1
 	c := ents.Cursor()
 	k, raw := c.Seek(be64(first))
-	for seq := first; seq < first+1<<tileHeight; seq++ {
+	for seq := first; seq < first+width; seq++ {
 		if k == nil || !bytes.Equal(k, be64(seq)) {
 			return nil, fmt.Errorf("%w: tree tile 0/%d: entry %d missing", ledger.ErrCorrupt, n, seq)
 		}
@@ -341,16 +376,6 @@ func (w *writer) persist(b *ledger.Batch) error {
 	}
 	for _, a := range sortedKeys(d.Blocked) {
 		if err := w.blocked.Put([]byte(a), be64(d.Blocked[a])); err != nil {
-			return err
-		}
-	}
-	for _, id := range sortedKeys(d.Accepted) {
-		if err := w.accepted.Put(acceptKey(id, d.Accepted[id].Seq), []byte{}); err != nil {
-			return err
-		}
-	}
-	for _, key := range sortedKeys(d.Idempotent) {
-		if err := w.idm.Put(acceptKey(key, d.Idempotent[key].Seq), []byte{}); err != nil {
 			return err
 		}
 	}
@@ -394,6 +419,9 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	for _, x := range w.unindexed {
 		known[x.seq] = x.keys
 	}
+	if err := w.flushDecisionIndexes(); err != nil {
+		return err
+	}
 	lists := newPostingLists()
 	for seq := w.indexed + 1; seq <= w.seq; seq++ {
 		keys, ok := known[seq]
@@ -415,6 +443,50 @@ func (w *writer) flushIndexes(earlier []indexed) error {
 	}
 	w.indexed = w.seq
 	return w.meta.Put(metaIndexed, be64(w.seq))
+}
+
+// flushDecisionIndexes writes what the entries indexed+1..seq add to the
+// decision indexes (w.next): the first use of a handoff id accepted or an
+// idempotency key, unless an indexed entry used it first, and each blob
+// one of them stored, when it is still stored (not since erased).
+func (w *writer) flushDecisionIndexes() error {
+	lookup := &view{version: FormatVersion, entries: boltBucket{w.entries}}
+	for _, u := range []struct {
+		b    *bolt.Bucket
+		m    map[string]entry.Accept
+		name string
+	}{{w.accepted, w.next.accepted, "idx_accepted"}, {w.idm, w.next.idem, "idx_idempotency"}} {
+		for _, s := range sortedKeys(u.m) {
+			_, before, err := lookup.readAccept(boltBucket{u.b}, s, u.name)
+			if err != nil {
+				return err
+			}
+			if !before {
+				if err := u.b.Put(acceptKey(s, u.m[s].Seq), []byte{}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	sums := make([]entry.Hash, 0, len(w.next.blobs))
+	for sum := range w.next.blobs {
+		sums = append(sums, sum)
+	}
+	slices.SortFunc(sums, func(a, b entry.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, sum := range sums {
+		seqs := w.next.blobs[sum]
+		key := be64(seqs[len(seqs)-1])
+		if w.blobs.Get(key) == nil {
+			continue // erased
+		}
+		if w.idxBlob.Get(sum[:]) != nil {
+			return fmt.Errorf("%w: blob %s stored under seq %d is already in idx_blob", ledger.ErrCorrupt, sum, seqs[len(seqs)-1])
+		}
+		if err := w.idxBlob.Put(clone(sum[:]), key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // postingLists gathers, per secondary index and prefix, the seqs of a run

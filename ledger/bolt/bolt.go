@@ -168,6 +168,12 @@ type Driver struct {
 	wmu       sync.Mutex
 	unindexed []indexed // keys of committed entries beyond meta "indexed"
 
+	// tmu guards tail, what the entries beyond meta "indexed" add to
+	// the decision indexes (tail.go): set by each commit, and by the
+	// first view of a read-only file that needs it.
+	tmu  sync.Mutex
+	tail *tail
+
 	hmu  sync.Mutex
 	last headTime // the head whose time is known
 }
@@ -537,13 +543,20 @@ func (d *Driver) upgrade() (err error) {
 		if err != nil {
 			return err
 		}
-		if err := rebuildIndexes(tx, head, indexed); err != nil {
+		if v < formatVersion6 {
+			if err := rebuildIndexes(tx, head, indexed); err != nil {
+				return err
+			}
+			if err := rekeyAccepts(tx); err != nil {
+				return err
+			}
+			if err := tx.DeleteBucket(bucketIdxTime); err != nil {
+				return err
+			}
+		} else if err := indexThroughHead(tx, m, head, indexed); err != nil {
 			return err
 		}
-		if err := rekeyAccepts(tx); err != nil {
-			return err
-		}
-		if err := tx.DeleteBucket(bucketIdxTime); err != nil {
+		if err := dropLeafTiles(tx, head); err != nil {
 			return err
 		}
 		if err := m.Put(metaIndexed, be64(head)); err != nil {
@@ -566,6 +579,46 @@ func (d *Driver) upgrade() (err error) {
 		}
 		return nil
 	})
+}
+
+// indexThroughHead writes the secondary index records of a format 6
+// file's entries indexed+1..head (its decision indexes reach the head
+// already), so that the upgraded file starts with an empty tail.
+func indexThroughHead(tx *bolt.Tx, m *bolt.Bucket, head, indexed uint64) error {
+	w := &writer{tx: tx, meta: m, entries: tx.Bucket(bucketEntries), blobs: tx.Bucket(bucketBlobs), idxBlob: tx.Bucket(bucketIdxBlob),
+		accepted: tx.Bucket(bucketIdxAccept), idm: tx.Bucket(bucketIdxIdem), indexed: indexed, seq: head, next: emptyTail(indexed)}
+	return w.flushIndexes(nil)
+}
+
+// dropLeafTiles deletes the level-0 tiles of a file before format 7,
+// which stores none (see tileHeight): formats 5 and 6 store the partial
+// one, which must first hold exactly the leaf hashes of the entries after
+// the last full tile through the head, else the upgrade fails.
+func dropLeafTiles(tx *bolt.Tx, head uint64) error {
+	b, ents := tx.Bucket(bucketTiles), boltBucket{tx.Bucket(bucketEntries)}
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.Seek([]byte{0}); k != nil && k[0] == 0; k, v = c.Next() {
+		n := int64(seqOf(k[1:]))
+		first := uint64(n) << tileHeight
+		if len(k) != 9 || first >= head || uint64(len(v)) != (head-first)*tlog.HashSize {
+			return fmt.Errorf("%w: level-0 tile %x of %d bytes at head %d", ledger.ErrCorrupt, k, len(v), head)
+		}
+		want, err := leafTile(ents, n, head-first)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(v, want) {
+			return fmt.Errorf("%w: level-0 tile %x differs from the leaf hashes of its entries", ledger.ErrCorrupt, k)
+		}
+		keys = append(keys, clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upgradeV2 adds what format 3 brought to a file of format 1 or 2.

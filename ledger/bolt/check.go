@@ -299,10 +299,10 @@ func (c *checker) tileHash(l int, i int64, h tlog.Hash) {
 }
 
 // compareTile compares the tile t of level l with the stored one. A full
-// level-0 tile is not stored from format 5 on (checkTree reports one that
-// is).
+// level-0 tile is not stored from format 5 on, nor a partial one from
+// format 7 on (checkTree reports one that is).
 func (c *checker) compareTile(l int, t *tileFill) {
-	if c.version >= 5 && l == 0 && len(t.data) == tlog.HashSize<<tileHeight {
+	if c.version >= 5 && l == 0 && (c.version >= 7 || len(t.data) == tlog.HashSize<<tileHeight) {
 		return
 	}
 	k := tileKey(l, t.n)
@@ -332,7 +332,7 @@ func tileFirst(k []byte) uint64 {
 
 // tileWanted reports whether the tree of n leaves has a stored tile (l, i):
 // one holding at least one hash of tree level tileHeight*l, except, from
-// format 5 on, a full level-0 tile.
+// format 5 on, a full level-0 tile, and from format 7 on any level-0 tile.
 func (c *checker) tileWanted(l int, i uint64) bool {
 	if tileHeight*l >= 63 {
 		return false
@@ -341,7 +341,7 @@ func (c *checker) tileWanted(l int, i uint64) bool {
 	if i >= (count+1<<tileHeight-1)>>tileHeight {
 		return false
 	}
-	return !(c.version >= 5 && l == 0 && (i+1)<<tileHeight <= count)
+	return l > 0 || c.version < 5 || (c.version < 7 && (i+1)<<tileHeight > count)
 }
 
 // derive folds e (stored as seq, leaf hash h) into the checker's state,
@@ -524,12 +524,26 @@ func (t *hashTable) lookup(c *checker, s string) (entry.Accept, bool) {
 }
 
 // firstUse compares the row of s with a, its first use the fold found.
+// From format 7 on, a first use by an entry beyond meta "indexed" has no
+// row (the table trails the head: tail.go); later lookups find it in
+// fixed, as the driver's tail.
 func (t *hashTable) firstUse(c *checker, s string, a entry.Accept) {
 	if t.b == nil {
 		return
 	}
 	k, want := t.rowOf(s, a)
 	got := t.get(k)
+	if c.version >= 7 && a.Seq > c.indexed {
+		if got != nil {
+			c.add(a.Seq, ledger.FindAccepted, fmt.Sprintf("no %s key beyond meta indexed %d", t.name, c.indexed), fmt.Sprintf("%x -> %x", k, got))
+			t.suspect = true
+		}
+		if t.fixed == nil {
+			t.fixed = map[entry.Hash]entry.Accept{}
+		}
+		t.fixed[entry.Sum256([]byte(s))] = a
+		return
+	}
 	if got != nil && bytes.Equal(got, want) {
 		t.matched++
 		return
@@ -896,6 +910,31 @@ func (c *checker) storedBlob(seq uint64, sum entry.Hash, v []byte) {
 		return
 	}
 	iv := w.idx.Get(sum[:])
+	if c.version >= 7 && seq > c.indexed {
+		// Beyond meta "indexed" idx_blob has no key for it (tail.go).
+		switch {
+		case iv == nil:
+		case len(iv) == 8 && seqOf(iv) != seq && c.blobNamed(seqOf(iv), sum):
+			c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", sum, seqOf(iv)), fmt.Sprintf("again under seq %d", seq))
+			return
+		default:
+			c.add(seq, ledger.FindIndexExtra, fmt.Sprintf("no idx_blob key beyond meta indexed %d", c.indexed), fmt.Sprintf("%x -> %x", sum[:], iv))
+			if w.reported == nil {
+				w.reported = map[entry.Hash]bool{}
+			}
+			w.reported[sum] = true
+			w.wrong = true
+		}
+		if prior, ok := w.unindexed[sum]; ok {
+			c.add(seq, ledger.FindBlobOrphan, fmt.Sprintf("blob %s stored once (under seq %d)", sum, prior), fmt.Sprintf("again under seq %d", seq))
+			return
+		}
+		if w.unindexed == nil {
+			w.unindexed = map[entry.Hash]uint64{}
+		}
+		w.unindexed[sum] = seq
+		return
+	}
 	switch {
 	case bytes.Equal(iv, be64(seq)):
 		w.indexed++

@@ -73,7 +73,9 @@ func TestCheckFindsTampering(t *testing.T) {
 		tamper func(path string) error
 		want   string
 	}{
-		{"flipped-byte-@seq3", func(p string) error { return bolttest.FlipByte(p, "entries", bolttest.SeqKey(3), 40) }, ledger.FindTreeHash},
+		// No tile holds the leaf hash of entry 3 (format 7 stores no
+		// level-0 tile): the prev link of entry 4 names it.
+		{"flipped-byte-@seq3", func(p string) error { return bolttest.FlipByte(p, "entries", bolttest.SeqKey(3), 40) }, ledger.FindPrevLink},
 		{"flipped-byte-@head", func(p string) error { return bolttest.FlipByte(p, "entries", bolttest.SeqKey(head), 40) }, ledger.FindMetaHead},
 		{"deleted-entry-@seq4", func(p string) error { return bolttest.DeleteKey(p, "entries", bolttest.SeqKey(4)) }, ledger.FindSeqGap},
 		{"inserted-key", func(p string) error { return bolttest.InsertKey(p, "entries", []byte("x"), []byte("{}")) }, ledger.FindUnknownKey},
@@ -106,12 +108,9 @@ func TestCheckFindsTampering(t *testing.T) {
 			return bolttest.InsertKey(p, "blocked", []byte("never-blocked"), bolttest.SeqKey(head-3))
 		}, ledger.FindBlocked},
 		{"edited-redacted", func(p string) error { return bolttest.EditIndex(p, "redacted", head-2, 2) }, ledger.FindRedacted},
-		{"deleted-tree-tile", func(p string) error {
-			return bolttest.DeleteKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...))
-		}, ledger.FindTreeHash},
-		{"edited-tree-tile", func(p string) error {
+		{"stored-level-0-tile", func(p string) error { // format 7 stores none
 			return bolttest.InsertKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(0)...), make([]byte, 32*head))
-		}, ledger.FindTreeHash},
+		}, ledger.FindTreeExtra},
 		{"extra-tree-tile", func(p string) error {
 			return bolttest.InsertKey(p, "tiles", append([]byte{0}, bolttest.SeqKey(1000)...), make([]byte, 32))
 		}, ledger.FindTreeExtra},

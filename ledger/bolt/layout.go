@@ -12,7 +12,7 @@ import (
 
 // FormatVersion is the on-disk layout version stored in the meta bucket.
 // Open refuses a file with another version (ErrVersionMismatch), except
-// the earlier versions 1 to 5, which a writable Open upgrades in one
+// the earlier versions 1 to 6, which a writable Open upgrades in one
 // transaction: version 1 has no meta "indexed" (its secondary indexes are
 // complete), versions 1 and 2 have neither the idx_idempotency bucket nor
 // meta "key", versions 1 to 3 store every tree hash in the tree bucket
@@ -20,10 +20,14 @@ import (
 // idx_blob) and keep the full level-0 tiles, and versions 1 to 5 store
 // one secondary index key per (value, seq), the payload's SHA-256 in
 // idx_accepted and idx_idempotency, and a time index (idx_time), which
-// the upgrade drops. A read-only Open reads them as they are: a key of
-// version 5's indexes is a version 6 index record listing one seq, and
-// no read uses idx_time.
-const FormatVersion = 6
+// the upgrade drops, and versions 1 to 6 keep the partial level-0 tile
+// and write idx_accepted, idx_idempotency and idx_blob in each entry's
+// own commit (from version 7 on they trail the head with the secondary
+// indexes: see tail.go). A read-only Open reads them as they are: a key
+// of version 5's indexes is a version 6 index record listing one seq, no
+// read uses idx_time, and a version 6 file's decision indexes reach its
+// head.
+const FormatVersion = 7
 
 // Earlier layouts.
 const (
@@ -32,15 +36,16 @@ const (
 	formatVersion3 = 3 // before tiles
 	formatVersion4 = 4 // before blobs keyed by seq, idx_blob, and level-0 tiles dropped when full
 	formatVersion5 = 5 // before index records and idx_accepted/idx_idempotency values without the payload
+	formatVersion6 = 6 // before no level-0 tile and the decision indexes trailing the head (tail.go)
 )
 
 // tileHeight is the height of the tree's tiles: a tile at level L holds up
 // to 256 hashes of tree level 8L (the tlog tile layout, without the hashes
-// a tile's own bottom row determines). From format 5 on, a level-0 tile is
-// stored only while it is partial: the hashes of a full one are the leaf
-// hashes of its 256 entries, which a read computes from the entries
-// bucket (tileHashes). Appends read only the partial tile and the tiles
-// of higher levels.
+// a tile's own bottom row determines). A level-0 tile's hashes are the
+// leaf hashes of its entries, which a read computes from the entries
+// bucket (tileHashes): formats 5 and 6 store a level-0 tile only while it
+// is partial, format 7 none, so an append writes the tiles bucket once per
+// 256 entries.
 const tileHeight = 8
 
 // tileKey is the tiles bucket key of tile (L, N): one level byte, be64(N).
@@ -144,8 +149,10 @@ var (
 var allMetaKeys = [][]byte{metaVersion, metaOrigin, metaCreated, metaHead, metaManifest, metaLock, metaIndexed, metaKey}
 
 // secondaryIndexes are the indexes that may trail the head (written every
-// Options.IndexBatch entries): nothing a decision reads. idx_accepted and
-// blocked, which decisions read, are written in the entry's own commit.
+// Options.IndexBatch entries): nothing a decision reads. From format 7 on
+// the decision indexes idx_accepted, idx_idempotency and idx_blob trail
+// it too, each lookup completed by the tail (tail.go); blocked and
+// redacted, rarely written, are written in the entry's own commit.
 var secondaryIndexes = [][]byte{bucketIdxHandoff, bucketIdxAgent, bucketIdxWork, bucketIdxDecide}
 
 // readIndexed returns the seq through which the secondary indexes are

@@ -64,6 +64,72 @@ func timeKeyV5(t time.Time) []byte {
 	return b
 }
 
+// toFormat6 rewrites the format 7 ledger file at path the way format 6
+// stored it: the partial level-0 tile (the leaf hashes of the entries
+// after the last full tile) stored, and idx_accepted, idx_idempotency and
+// idx_blob complete through the head, not only through meta "indexed".
+func toFormat6(t *testing.T, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket([]byte("meta"))
+		if v := binary.BigEndian.Uint64(meta.Get([]byte("version"))); v != 7 {
+			return fmt.Errorf("toFormat6 of a format %d file", v)
+		}
+		ents, blobs := tx.Bucket([]byte("entries")), tx.Bucket([]byte("blobs"))
+		head := binary.BigEndian.Uint64(meta.Get([]byte("head"))[:8])
+		accepted, idem, idxBlob := tx.Bucket([]byte("idx_accepted")), tx.Bucket([]byte("idx_idempotency")), tx.Bucket([]byte("idx_blob"))
+		firstAccepted, firstIdem := map[string]bool{}, map[string]bool{}
+		var leaves []byte
+		for seq := uint64(1); seq <= head; seq++ {
+			raw := ents.Get(bolttest.SeqKey(seq))
+			e, err := entry.Decode(raw)
+			if err != nil {
+				return err
+			}
+			if seq > head&^255 {
+				h := entry.LeafHash(raw)
+				leaves = append(leaves, h[:]...)
+			}
+			if sum := e.Blob(); sum != nil && blobs.Get(bolttest.SeqKey(seq)) != nil {
+				if err := idxBlob.Put(sum[:], bolttest.SeqKey(seq)); err != nil {
+					return err
+				}
+			}
+			if e.Kind != entry.KindHandoff || e.PayloadSHA256 == nil {
+				continue
+			}
+			if id := e.HandoffID.S; e.HandoffID.Valid && e.Decision == "accepted" && !firstAccepted[id] {
+				firstAccepted[id] = true
+				sum := entry.Sum256([]byte(id))
+				if err := accepted.Put(append(sum[:8:8], bolttest.SeqKey(seq)...), []byte{}); err != nil {
+					return err
+				}
+			}
+			if k := e.IdempotencyKey; k != "" && !firstIdem[k] {
+				firstIdem[k] = true
+				sum := entry.Sum256([]byte(k))
+				if err := idem.Put(append(sum[:8:8], bolttest.SeqKey(seq)...), []byte{}); err != nil {
+					return err
+				}
+			}
+		}
+		if len(leaves) > 0 {
+			if err := tx.Bucket([]byte("tiles")).Put(append([]byte{0}, bolttest.SeqKey(head>>8)...), leaves); err != nil {
+				return err
+			}
+		}
+		return meta.Put([]byte("version"), bolttest.SeqKey(6))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // toFormat5 rewrites the format 6 ledger file at path the way format 5
 // stored it: one secondary index key prefix || be64(seq) per listing,
 // with an empty value, a time index (idx_time: the entry's time, then
@@ -71,6 +137,7 @@ func timeKeyV5(t time.Time) []byte {
 // -> be64(seq) || the entry's payload SHA-256.
 func toFormat5(t *testing.T, path string) {
 	t.Helper()
+	toFormat6(t, path)
 	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +563,8 @@ func closeUpgraded(t *testing.T, w *ledger.Ledger) (string, *bbolt.DB) {
 // passes, appends work, and a redaction still erases the payload's bytes
 // from the file.
 func TestUpgradeFormat4(t *testing.T) {
-	w, wantLedger, _ := upgradeCompared(t, format4Fixture(t), 4, nil)
+	// IndexBatch 1: idx_blob reaches the head after each append below.
+	w, wantLedger, _ := upgradeCompared(t, format4Fixture(t), 4, &bolt.Options{IndexBatch: 1})
 	if !bytes.Contains(wantLedger, []byte(`blob "secret payload"`)) || !bytes.Contains(wantLedger, []byte("blob redacted")) {
 		t.Fatalf("the fixture lacks the redacted and re-stored payload: the test proves less than it says")
 	}
@@ -668,6 +736,12 @@ func indexAnswers(t *testing.T, l *ledger.Ledger) []byte {
 			b, ok2 := st.Idempotent(key)
 			fmt.Fprintf(&out, "accepted %s %v %d %s idempotent %s %v %+v\n", id, ok, seq, p, key, ok2, b)
 		}
+		for i := range 45 { // the handoffs the format 6 fixture adds
+			id, key := fmt.Sprintf("tail-%02d", i), fmt.Sprintf("tail-idem-%d", i)
+			seq, p, ok := st.Accepted(id)
+			b, ok2 := st.Idempotent(key)
+			fmt.Fprintf(&out, "accepted %s %v %d %s idempotent %s %v %+v\n", id, ok, seq, p, key, ok2, b)
+		}
 		return nil
 	})
 	if err != nil {
@@ -708,6 +782,94 @@ func TestUpgradeFormat5(t *testing.T) {
 		})
 		return nil
 	})
+}
+
+// format6Fixture copies testdata/format6.db.gz, unpacked, into
+// t.TempDir(): the format 5 fixture upgraded by the format 6 driver and
+// 45 handoffs more, the last 13 beyond meta "indexed" (see
+// TestWriteFormat6Fixture), with its partial level-0 tile stored and its
+// decision indexes reaching the head.
+func format6Fixture(t *testing.T) string {
+	t.Helper()
+	return unpackFixture(t, "testdata/format6.db.gz")
+}
+
+// TestUpgradeFormat6: a format 6 file written by the format 6 driver reads
+// as it is when opened read-only, and a writable Open upgrades it to
+// format 7: every root and proof, entry, payload, Find and table answer is
+// byte-identical before and after; the upgraded file stores no level-0
+// tile and starts with the indexes through its head; appends after it
+// leave the decision indexes trailing the head (a tail) and are decided
+// as before (a handoff id accepted in the tail, then again, is a
+// duplicate); Check passes.
+func TestUpgradeFormat6(t *testing.T) {
+	w, wantLedger, wantIdx := upgradeCompared(t, format6Fixture(t), 6, &bolt.Options{IndexBatch: 16})
+	for _, want := range []string{"accepted tail-33 true", "idempotent tail-idem-6 true", "accepted h-0000 true", `blob "{\"tail\":\"shared\"}"`} {
+		if !bytes.Contains(append(wantLedger, wantIdx...), []byte(want)) {
+			t.Fatalf("the fixture's answers lack %q: the test proves less than it says", want)
+		}
+	}
+	for i := range 20 { // 20 < IndexBatch 16 + the flush: a tail of 4
+		bolttest.AppendHandoff(t, w, bolttest.Handoff{ID: fmt.Sprintf("after-%d", i%18), Source: "agent-1", Target: "agent-2", NoSnapshots: true})
+	}
+	first, _, ok := stateAccepted(t, w, "after-17")
+	again, _, ok2 := stateAccepted(t, w, "after-1")
+	if !ok || !ok2 || first == 0 || again == 0 {
+		t.Errorf("Accepted after the upgrade: after-17 %d %v, after-1 %d %v", first, ok, again, ok2)
+	}
+	path, db := closeUpgraded(t, w)
+	db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket([]byte("tiles")).Cursor()
+		if k, _ := c.Seek([]byte{0}); k != nil && k[0] == 0 {
+			t.Errorf("the upgraded file stores level-0 tile %x", k)
+		}
+		meta := tx.Bucket([]byte("meta"))
+		head, indexed := binary.BigEndian.Uint64(meta.Get([]byte("head"))[:8]), binary.BigEndian.Uint64(meta.Get([]byte("indexed")))
+		if head-indexed != 4 {
+			t.Errorf("head %d, indexed %d: want a tail of 4 entries", head, indexed)
+		}
+		return nil
+	})
+	_ = path
+}
+
+// stateAccepted reads Accepted(id) in a view of l.
+func stateAccepted(t *testing.T, l *ledger.Ledger, id string) (seq uint64, p entry.Hash, ok bool) {
+	t.Helper()
+	if err := l.View(t.Context(), func(st ledger.State) error {
+		seq, p, ok = st.Accepted(id)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return seq, p, ok
+}
+
+// TestUpgradeRefusesFormat6: a format 6 file whose partial level-0 tile
+// disagrees with its entries is not upgraded (the writable Open fails
+// with ErrCorrupt and leaves the file's bytes as they were).
+func TestUpgradeRefusesFormat6(t *testing.T) {
+	p := format6Fixture(t)
+	db, err := bbolt.Open(p, 0o600, &bbolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key []byte
+	db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket([]byte("tiles")).Cursor()
+		if k, _ := c.Seek([]byte{0}); k != nil && k[0] == 0 {
+			key = append([]byte(nil), k...)
+		}
+		return nil
+	})
+	db.Close()
+	if key == nil {
+		t.Fatal("the fixture stores no partial level-0 tile: the test proves nothing")
+	}
+	if err := bolttest.FlipByte(p, "tiles", key, 5); err != nil {
+		t.Fatal(err)
+	}
+	wantUpgradeRefused(t, p)
 }
 
 // TestUpgradeRefusesFormat5: a format 5 file whose indexes or tables

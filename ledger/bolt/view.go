@@ -35,7 +35,7 @@ func (d *Driver) View(ctx context.Context) (_ ledger.View, err error) {
 		}
 		return nil, err
 	}
-	v := &view{tx: tx}
+	v := &view{tx: tx, d: d}
 	if db == d.gdb {
 		v.g = newPager(d.gfile, tx, db.Info().PageSize, d.gcache)
 	}
@@ -59,6 +59,12 @@ type view struct {
 	// tree is set in one before format 4, tiles in the others; idxBlob is
 	// nil before format 5 (blobs keyed by their SHA-256).
 	meta, entries, blobs, idxBlob, tree, tiles, accepted, blocked, redacted, idm rbucket
+	// From format 7 on: d is the view's driver, indexed meta "indexed",
+	// and tl the tail of entries indexed+1..head, read when a lookup
+	// first needs it (tailOf).
+	d       *Driver
+	indexed uint64
+	tl      *tail
 }
 
 // bucket returns the top-level bucket name, guarded or bbolt's; nil when
@@ -132,7 +138,69 @@ func (v *view) initBuckets(d *Driver) error {
 		}
 	}
 	v.head = h
+	if version >= 7 {
+		if v.indexed, err = readIndexed(v.meta, seq); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// tailOf returns the tail of entries indexed+1..head (format 7 on): the
+// driver's, when it covers them, else read from the view's file (and kept
+// by the driver of a read-only file, which does not change).
+func (v *view) tailOf() (*tail, error) {
+	if v.tl != nil {
+		return v.tl, nil
+	}
+	t := v.d.tailFor(v.indexed, v.head.Seq)
+	if t == nil {
+		var err error
+		if t, err = readTail(v.entries, v.blobs, v.indexed, v.head.Seq, false); err != nil {
+			return nil, err
+		}
+		if v.d.readOnly {
+			v.d.setTail(t)
+		}
+	}
+	v.tl = t
+	return t, nil
+}
+
+// lookupTail completes a lookup of s in idx_accepted or idx_idempotency
+// (name) that found no row: from format 7 on, the first use of s by an
+// entry beyond meta "indexed".
+func (v *view) lookupTail(s, name string) (entry.Accept, bool, error) {
+	if v.version < 7 {
+		return entry.Accept{}, false, nil
+	}
+	t, err := v.tailOf()
+	if err != nil {
+		return entry.Accept{}, false, err
+	}
+	m := t.accepted
+	if name == string(bucketIdxIdem) {
+		m = t.idem
+	}
+	a, ok := t.lookup(m, s, v.head.Seq)
+	return a, ok, nil
+}
+
+// blobKey returns the blobs key idx_blob maps sum to or, from format 7
+// on, the key an entry beyond meta "indexed" stored it under, whether or
+// not it is still stored there; nil when neither.
+func (v *view) blobKey(sum entry.Hash) ([]byte, error) {
+	if key := v.idxBlob.Get(sum[:]); key != nil || v.version < 7 {
+		return key, nil
+	}
+	t, err := v.tailOf()
+	if err != nil {
+		return nil, err
+	}
+	if seq, ok := t.blob(sum, v.head.Seq); ok {
+		return be64(seq), nil
+	}
+	return nil, nil
 }
 
 // do runs fn under the view's lock, turning a bbolt panic into ErrCorrupt.
@@ -172,7 +240,10 @@ func (v *view) Head() entry.Head { return v.head }
 
 func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = v.readAccept(v.accepted, id, "idx_accepted")
+		if a, ok, err = v.readAccept(v.accepted, id, "idx_accepted"); err != nil || ok {
+			return err
+		}
+		a, ok, err = v.lookupTail(id, "idx_accepted")
 		return err
 	})
 	return a, ok, err
@@ -180,7 +251,10 @@ func (v *view) Accepted(id string) (a entry.Accept, ok bool, err error) {
 
 func (v *view) Idempotent(key string) (a entry.Accept, ok bool, err error) {
 	err = v.do(func() error {
-		a, ok, err = v.readAccept(v.idm, key, "idx_idempotency")
+		if a, ok, err = v.readAccept(v.idm, key, "idx_idempotency"); err != nil || ok {
+			return err
+		}
+		a, ok, err = v.lookupTail(key, "idx_idempotency")
 		return err
 	})
 	return a, ok, err
@@ -386,7 +460,8 @@ func (v *view) ScanBlobs(ctx context.Context, from uint64, fn func(seq uint64, r
 }
 
 // BlobSeq implements ledger.BlobScanner: the seq idx_blob maps sum to
-// (format 5 on).
+// (format 5 on), or from format 7 on the seq an entry beyond meta
+// "indexed" stored it under, while it is stored there.
 func (v *view) BlobSeq(sum entry.Hash) (seq uint64, ok bool, err error) {
 	if v.idxBlob == nil {
 		return 0, false, nil
@@ -394,6 +469,17 @@ func (v *view) BlobSeq(sum entry.Hash) (seq uint64, ok bool, err error) {
 	err = v.do(func() error {
 		if key := v.idxBlob.Get(sum[:]); len(key) == 8 {
 			seq, ok = binary.BigEndian.Uint64(key), true
+			return nil
+		}
+		if v.version < 7 {
+			return nil
+		}
+		t, err := v.tailOf()
+		if err != nil {
+			return err
+		}
+		if s, found := t.blob(sum, v.head.Seq); found && v.blobs.Get(be64(s)) != nil {
+			seq, ok = s, true
 		}
 		return nil
 	})
@@ -404,7 +490,10 @@ func (v *view) Blob(sum entry.Hash) (data []byte, err error) {
 	err = v.do(func() error {
 		key := sum[:] // formats 1-4
 		if v.idxBlob != nil {
-			key = v.idxBlob.Get(sum[:])
+			var err error
+			if key, err = v.blobKey(sum); err != nil {
+				return err
+			}
 		}
 		if key != nil {
 			data = clone(v.blobs.Get(key))
