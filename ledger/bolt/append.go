@@ -51,6 +51,9 @@ func (d *Driver) Append(ctx context.Context, b *ledger.Batch) error {
 	}
 	last := b.Entries[len(b.Entries)-1].Entry
 	d.setLast(headTime{seq: b.Head.Seq, hash: b.Head.Hash, time: last.Time.Time})
+	d.tmu.Lock()
+	d.leaves = w.leaves
+	d.tmu.Unlock()
 	if w.indexed == w.seq {
 		d.unindexed = nil
 		d.setTail(emptyTail(w.seq))
@@ -101,6 +104,8 @@ type writer struct {
 	// seq it is stored under.
 	tail, next *tail
 	stored     map[entry.Hash]uint64
+	// leaves is the last level-0 tile after the batch (leafCache).
+	leaves *leafCache
 }
 
 // indexed is one entry's secondary index prefixes (indexPrefixes).
@@ -161,6 +166,7 @@ func (w *writer) store(b *ledger.Batch) error {
 	if err := putTiles(w.tiles, tlog.StoredHashIndex(0, int64(b.At.Seq)), b.Hashes); err != nil {
 		return err
 	}
+	raws := make([][]byte, 0, len(b.Entries))
 	for _, a := range b.Entries {
 		key := be64(a.Entry.Seq)
 		if w.entries.Get(key) != nil {
@@ -171,6 +177,11 @@ func (w *writer) store(b *ledger.Batch) error {
 		}
 		w.unindexed = append(w.unindexed, indexed{a.Entry.Seq, indexPrefixes(a.Entry)})
 		w.seq = a.Entry.Seq
+		raws = append(raws, a.Raw)
+	}
+	var err error
+	if w.leaves, err = nextLeaves(w.d.lastLeaves(), boltBucket{w.entries}, b.At.Seq, raws); err != nil {
+		return err
 	}
 	if err := w.putBlobs(b); err != nil {
 		return err
@@ -303,7 +314,11 @@ func putTiles(b *bolt.Bucket, base int64, hashes []tlog.Hash) error {
 // format 7 on) is the leaf hashes of its entries, read from ents; size is
 // the tree size (the head seq). A format 6 file still stores the partial
 // level-0 tile, which is read as it is.
-func tileHashes(b getter, ents rbucket, size uint64, indexes []int64) ([]tlog.Hash, error) {
+//
+// known, when not nil, is the writer's last level-0 tile (leafCache): its
+// hashes are used instead of reading the entries again when it covers
+// the width a hash needs.
+func tileHashes(b getter, ents rbucket, size uint64, indexes []int64, known *leafCache) ([]tlog.Hash, error) {
 	out := make([]tlog.Hash, len(indexes))
 	var leaves map[int64][]byte // level-0 tiles computed by this call
 	for i, x := range indexes {
@@ -313,9 +328,12 @@ func tileHashes(b getter, ents rbucket, size uint64, indexes []int64) ([]tlog.Ha
 		t := tlog.TileForIndex(tileHeight, x)
 		data := b.Get(tileKey(t.L, t.N))
 		if first := uint64(t.N) << tileHeight; data == nil && t.L == 0 && first < size {
-			if data = leaves[t.N]; data == nil {
+			width := min(size-first, 1<<tileHeight)
+			if known != nil && known.n == t.N && uint64(len(known.data)) >= width*tlog.HashSize {
+				data = known.data[:width*tlog.HashSize]
+			} else if data = leaves[t.N]; data == nil {
 				var err error
-				if data, err = leafTile(ents, t.N, min(size-first, 1<<tileHeight)); err != nil {
+				if data, err = leafTile(ents, t.N, width); err != nil {
 					return nil, err
 				}
 				if leaves == nil {

@@ -171,8 +171,9 @@ type Driver struct {
 	// tmu guards tail, what the entries beyond meta "indexed" add to
 	// the decision indexes (tail.go): set by each commit, and by the
 	// first view of a read-only file that needs it.
-	tmu  sync.Mutex
-	tail *tail
+	tmu    sync.Mutex
+	tail   *tail
+	leaves *leafCache // the last level-0 tile, as far as the head (tail.go)
 
 	hmu  sync.Mutex
 	last headTime // the head whose time is known
@@ -699,7 +700,7 @@ func rebuildTiles(tx *bolt.Tx, head, version uint64) error {
 	if err := putTiles(tiles, 0, all); err != nil {
 		return err
 	}
-	read := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, boltBucket{ents}, head, idx) })
+	read := tlog.HashReaderFunc(func(idx []int64) ([]tlog.Hash, error) { return tileHashes(tiles, boltBucket{ents}, head, idx, nil) })
 	const chunk = 4096
 	idx := make([]int64, 0, chunk)
 	for x := 0; x < len(all); x += chunk {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // From format 7 on, the decision indexes — idx_accepted, idx_idempotency
@@ -142,4 +143,46 @@ func (d *Driver) setTail(t *tail) {
 	d.tmu.Lock()
 	d.tail = t
 	d.tmu.Unlock()
+}
+
+// leafCache is the writer's last level-0 tile: the leaf hashes of entries
+// 256n+1 … 256n+len(data)/32, which no commit changes (an append adds
+// the next ones in a new leafCache). It spares each append reading and
+// hashing up to 255 entries to compute the hashes it combines with its
+// own (format 7 stores no level-0 tile).
+type leafCache struct {
+	n    int64
+	data []byte
+}
+
+// lastLeaves returns the driver's leafCache, nil when it has none.
+func (d *Driver) lastLeaves() *leafCache {
+	d.tmu.Lock()
+	defer d.tmu.Unlock()
+	return d.leaves
+}
+
+// nextLeaves returns the leafCache of the tile holding head after the
+// entries raw (seqs from+1 …) are appended to the one of c (nil: read
+// from ents, which holds them).
+func nextLeaves(c *leafCache, ents rbucket, from uint64, raws [][]byte) (*leafCache, error) {
+	head := from + uint64(len(raws))
+	n := int64((head - 1) >> tileHeight)
+	first := uint64(n) << tileHeight // entries first+1 … head
+	if c == nil || c.n != n || uint64(len(c.data)) != (max(from, first)-first)*tlog.HashSize {
+		data, err := leafTile(ents, n, head-first)
+		if err != nil {
+			return nil, err
+		}
+		return &leafCache{n: n, data: data}, nil
+	}
+	data := make([]byte, len(c.data), (head-first)*tlog.HashSize)
+	copy(data, c.data)
+	for i, raw := range raws {
+		if from+uint64(i)+1 > first {
+			h := entry.LeafHash(raw)
+			data = append(data, h[:]...)
+		}
+	}
+	return &leafCache{n: n, data: data}, nil
 }

@@ -370,7 +370,7 @@ func (v *view) Blocks() (out map[string]uint64, err error) {
 func (v *view) ReadHashes(indexes []int64) (out []tlog.Hash, err error) {
 	err = v.do(func() error {
 		if v.tiles != nil {
-			out, err = tileHashes(v.tiles, v.entries, v.head.Seq, indexes)
+			out, err = tileHashes(v.tiles, v.entries, v.head.Seq, indexes, v.d.lastLeaves())
 			return err
 		}
 		out = make([]tlog.Hash, len(indexes))
