@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -33,7 +37,11 @@ not. The record rows and their yardsticks take turns in 3 rounds, each on a
 third of the documents; verify (full, full with GOMAXPROCS=1, chain only) and
 its yardsticks take turns in 3 rounds; each rate is the best of its rounds.
 --verify-n measures verify on a larger ledger, written for it by 64 writers
-sharing commits.
+sharing commits. --grow-n N adds the stream rows: "govledger record -" (this
+executable, as a child process, its open included) appending an NDJSON stream
+to a ledger of N entries against the same on a new ledger (appends must not
+slow as the ledger grows), and against the in-process record path with one
+writer, the three taking turns in 3 rounds on a third of the documents each.
 
 With --server it measures the service instead: for each number of --clients,
 submitting over loopback HTTP (keep-alive, an Idempotency-Key per document) to
@@ -48,6 +56,7 @@ Examples:
   govledger bench
   govledger bench --n 5000 --dir /var/lib/govledger/bench
   govledger bench --n 300 --verify-n 100000
+  govledger bench --n 3000 --grow-n 1000000
   govledger --output json bench --format swarm/2
   govledger bench --server --clients 1,8,64
   govledger bench --server --postgres postgres://bench@127.0.0.1:5432/postgres
@@ -58,6 +67,7 @@ Examples:
 			&cli.StringFlag{Name: "format", Value: string(handoff.Governed), Usage: "document format: governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1"},
 			&cli.StringFlag{Name: "dir", Usage: "scratch folder on the disk to measure (default: a temporary folder)"},
 			&cli.IntFlag{Name: "verify-n", Usage: "entries of the ledger verify is measured on (default: the --n of the sequential record run)"},
+			&cli.IntFlag{Name: "grow-n", Usage: "entries of the grown ledger the stream rows append to (0: no stream rows)"},
 			&cli.BoolFlag{Name: "server", Usage: "measure submitting over HTTP to govledger serve against record and raw bbolt"},
 			&cli.IntSliceFlag{Name: "clients", Value: cli.NewIntSlice(1, 8, 64), Usage: "with --server: numbers of concurrent clients"},
 			&cli.StringFlag{Name: "postgres", Usage: "with --server: a postgres:// URL where the bench may create databases, to measure one and two replicas on PostgreSQL"},
@@ -74,8 +84,8 @@ Examples:
 			if !knownFormat(f) {
 				return usageErr("--format %q: want one of governed/1, swarm/2, skill/1, vbw/1, task/1, a2a/1", f)
 			}
-			if c.Int("n") <= 0 || c.Int("writers") <= 0 || c.Int("verify-n") < 0 {
-				return usageErr("--n and --writers must be positive, --verify-n not negative")
+			if c.Int("n") <= 0 || c.Int("writers") <= 0 || c.Int("verify-n") < 0 || c.Int("grow-n") < 0 {
+				return usageErr("--n and --writers must be positive, --verify-n and --grow-n not negative")
 			}
 			if path := c.String("cpuprofile"); path != "" {
 				stop, err := startCPUProfile(path)
@@ -89,6 +99,7 @@ Examples:
 			}
 			res, err := bench.Run(c.Context, bench.Options{
 				N: c.Int("n"), Writers: c.Int("writers"), Format: f, Dir: c.String("dir"), VerifyN: c.Int("verify-n"),
+				GrowN: c.Int("grow-n"), Run: runSelf,
 				Stage: func(s string) { fmt.Fprintf(g.stderr, "bench: %s…\n", s) },
 			})
 			if err != nil {
@@ -101,6 +112,26 @@ Examples:
 			return nil
 		},
 	}
+}
+
+// runSelf runs this executable with args and stdin, its output discarded
+// but for the end of its standard error, which an error carries.
+func runSelf(ctx context.Context, args []string, stdin io.Reader) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stderr = stdin, &stderr
+	if err := cmd.Run(); err != nil {
+		tail := stderr.Bytes()
+		if len(tail) > 2048 {
+			tail = tail[len(tail)-2048:]
+		}
+		return fmt.Errorf("govledger %s: %w: %s", strings.Join(args, " "), err, tail)
+	}
+	return nil
 }
 
 // writeBenchText renders a bench result as text: the rates, then every
@@ -122,6 +153,12 @@ func writeBenchText(w io.Writer, res *bench.Result) {
 	row(bench.YardRawScan, res.RawScanPerSec)
 	row(bench.YardLedgerScan, res.RawLedgerScanPerSec)
 	row(bench.YardLedgerHash, res.LedgerHashPerSec)
+	if res.GrownEntries > 0 {
+		fmt.Fprintf(w, "stream: best of 3 rounds\n")
+		row(fmt.Sprintf(bench.PathStreamGrown, res.GrownEntries), res.StreamGrownPerSec)
+		row(bench.PathStreamNew, res.StreamNewPerSec)
+		row(bench.PathRecordBeside, res.RecordBesidePerSec)
+	}
 	fmt.Fprintf(w, "  %-72s %10.1f MiB\n", "verify heap peak", res.VerifyHeapPeakMiB)
 	fmt.Fprintf(w, "  %-72s %10.0f B in %.0f objects\n", "verify allocations per entry", res.VerifyAllocBytesPerEntry, res.VerifyAllocsPerEntry)
 	fmt.Fprintf(w, "ratios:\n")

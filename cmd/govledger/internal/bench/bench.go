@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -40,6 +41,13 @@ type Options struct {
 	// (with a raw file of the same documents for the scan); 0: verify
 	// reads the N-entry ledger of the sequential record run.
 	VerifyN int
+	// GrowN, if > 0, adds the stream rows (grown.go): "govledger record -"
+	// on a ledger of GrowN entries against the same on a new ledger, and
+	// against the in-process record path. They need Run.
+	GrowN int
+	// Run runs the govledger command line args with stdin as its standard
+	// input, as a user runs it (the CLI runs its own executable).
+	Run func(ctx context.Context, args []string, stdin io.Reader) error
 	// Stage, if set, is told what is being measured.
 	Stage func(string)
 }
@@ -91,8 +99,16 @@ type Result struct {
 	// through.
 	VerifyAllocBytesPerEntry float64 `json:"verify_alloc_bytes_per_entry"`
 	VerifyAllocsPerEntry     float64 `json:"verify_allocs_per_entry"`
-	Accepted                 int     `json:"accepted"`
-	Rejected                 int     `json:"rejected"`
+
+	// The stream rows (Options.GrowN): "govledger record -" appending to a
+	// ledger of GrownEntries entries and to a new one, and the in-process
+	// record path with one writer in the same rounds.
+	GrownEntries       int     `json:"grown_entries,omitzero"`
+	StreamGrownPerSec  float64 `json:"stream_grown_per_sec,omitzero"`
+	StreamNewPerSec    float64 `json:"stream_new_per_sec,omitzero"`
+	RecordBesidePerSec float64 `json:"record_beside_stream_per_sec,omitzero"`
+	Accepted           int     `json:"accepted"`
+	Rejected           int     `json:"rejected"`
 
 	Cores         int `json:"cores"`          // GOMAXPROCS of the other verify runs
 	VerifyEntries int `json:"verify_entries"` // entries of the verified ledger
@@ -262,6 +278,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
+	if o.GrowN > 0 {
+		if err := measureStream(ctx, o, dir, g, res, stage); err != nil {
+			return nil, err
+		}
+	}
+
 	res.ratios()
 	return res, nil
 }
@@ -289,6 +311,11 @@ func (res *Result) ratios() {
 	add(full, res.VerifyPerSec, YardLedgerScan, res.RawLedgerScanPerSec, 0)
 	add(chain, res.VerifyChainPerSec, YardLedgerHash, res.LedgerHashPerSec, 0)
 	add(full, res.VerifyPerSec, YardLedgerHash, res.LedgerHashPerSec, 0)
+	if res.GrownEntries > 0 {
+		grown := fmt.Sprintf(PathStreamGrown, res.GrownEntries)
+		add(grown, res.StreamGrownPerSec, PathStreamNew, res.StreamNewPerSec, 0.9)
+		add(PathStreamNew, res.StreamNewPerSec, PathRecordBeside, res.RecordBesidePerSec, 0.8)
+	}
 }
 
 // verifyRounds is how many times each verify measurement and the raw scan
