@@ -34,7 +34,7 @@ func TestBenchStream(t *testing.T) {
 	}
 	for k, want := range map[string]float64{
 		"record - (NDJSON stream), on a 200-entry ledger / " + bench.PathStreamNew: 0.9,
-		bench.PathStreamNew + " / " + bench.PathRecordBeside:                      0.8,
+		bench.PathStreamNew + " / " + bench.PathRecordBeside:                       0.8,
 	} {
 		if goals[k] != want {
 			t.Errorf("ratio %q: goal %v, want %v (ratios %+v)", k, goals[k], want, res.Ratios)
