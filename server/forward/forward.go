@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/tiles"
 )
 
 // Path is the route of the writer's channel.
@@ -154,6 +155,16 @@ func (b *Backend) Submit(ctx context.Context, r server.SubmitRequest) (*server.S
 		return b.Backend.Submit(ctx, r)
 	}
 	return nil, fmt.Errorf("%w: forwarded to the writer at %s, whose answer was lost (%v): retry with an Idempotency-Key", server.ErrOutcomeUnknown, addr, lost.err)
+}
+
+// Tile implements server.TileBackend with the local backend's (tiles are
+// read, never forwarded): ErrNotFound when it reads none.
+func (b *Backend) Tile(ctx context.Context, t tiles.Tile) ([]byte, error) {
+	tb, ok := b.Backend.(server.TileBackend)
+	if !ok {
+		return nil, fmt.Errorf("%w: this backend serves no tiles", server.ErrNotFound)
+	}
+	return tb.Tile(ctx, t)
 }
 
 // SubmitBatch submits each request of rs as Submit does, up to
