@@ -59,9 +59,10 @@ func registerForwardMetrics(reg prometheus.Registerer, fb *forward.Backend, role
 		{"forwarded", func(s forward.Stats) uint64 { return s.Forwarded }},
 		{"local", func(s forward.Stats) uint64 { return s.Local }},
 		{"fallback", func(s forward.Stats) uint64 { return s.Fallback }},
+		{"lost", func(s forward.Stats) uint64 { return s.Lost }},
 	} {
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "govledger_forward_submissions_total",
-			Help:        "Submissions by where they were decided: forwarded (by the writer), local (this replica held the role, or none did), fallback (here, after a forward that did not reach the writer or lost its answer).",
+			Help:        "Submissions by where they were decided: forwarded (by the writer), local (this replica held the role, or none did), fallback (here, after a forward that did not reach the writer or lost its answer), lost (the answer lost without an idempotency key: 503 outcome unknown).",
 			ConstLabels: prometheus.Labels{"result": x.result}},
 			func() float64 { return float64(x.n(fb.Stats())) }))
 	}

@@ -104,6 +104,7 @@ type Stats struct {
 	Forwarded uint64 // answered by the writer
 	Local     uint64 // decided here: this replica holds the role, or none does
 	Fallback  uint64 // forwarded, but decided here: the writer was not reached or its answer was lost
+	Lost      uint64 // forwarded, the answer lost, no idempotency key: answered outcome unknown
 }
 
 // New returns local with Submit and SubmitBatch forwarded to the writer
@@ -160,6 +161,7 @@ func (b *Backend) Submit(ctx context.Context, r server.SubmitRequest) (*server.S
 		b.count(func(s *Stats) { s.Fallback++ })
 		return b.Backend.Submit(ctx, r)
 	}
+	b.count(func(s *Stats) { s.Lost++ })
 	return nil, fmt.Errorf("%w: forwarded to the writer at %s, whose answer was lost (%v): retry with an Idempotency-Key", server.ErrOutcomeUnknown, addr, lost.err)
 }
 

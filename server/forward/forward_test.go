@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/ledger/postgres/pgtest"
 	"github.com/govledger/govledger/server"
@@ -303,5 +306,71 @@ func TestFailoverUnderLoad(t *testing.T) {
 	t.Logf("writer: %+v; survivor: %+v", ws, ss)
 	if ss.Forwarded == 0 {
 		t.Error("the survivor forwarded nothing before the writer died")
+	}
+}
+
+// TestLostAnswer: a writer that takes a forwarded submission and drops
+// the connection without answering may have committed it: without an
+// idempotency key the forwarding replica answers ErrOutcomeUnknown and
+// decides nothing itself; with one it decides it itself (a replay, had
+// the writer committed it). A writer that answers it no longer holds the
+// role decided nothing: the submission is decided locally.
+func TestLostAnswer(t *testing.T) {
+	dir := policyDir(t)
+	l, err := bolt.Open(filepath.Join(dir, "l.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lb, err := ledgerbackend.New(l, ledgerbackend.Options{Root: filepath.Join(dir, "root"),
+		Load: ledgerbackend.LoadFiles(filepath.Join(dir, "registry", "prompt-manifest.json"), filepath.Join(dir, "registry-lock.json"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var took atomic.Int64
+	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		took.Add(1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer drop.Close()
+	notWriter := httptest.NewServer(forward.NewHandler(lb, forward.RoleFunc(func() (string, []byte, bool, bool) {
+		return "elsewhere:1", nil, false, true
+	})))
+	defer notWriter.Close()
+	via := func(url string) *forward.Backend {
+		return forward.New(lb, forward.RoleFunc(func() (string, []byte, bool, bool) {
+			return strings.TrimPrefix(url, "http://"), []byte("secret"), false, true
+		}), nil)
+	}
+	ctx := context.Background()
+	entries := func() uint64 { return l.Stats().Entries }
+
+	fb := via(drop.URL)
+	n := entries()
+	if _, err := fb.Submit(ctx, doc(1)); !errors.Is(err, server.ErrOutcomeUnknown) || took.Load() != 1 {
+		t.Fatalf("lost answer without a key = %v (writer took %d), want ErrOutcomeUnknown after one forward", err, took.Load())
+	}
+	if entries() != n {
+		t.Fatalf("lost answer without a key: %d entries committed locally, want none", entries()-n)
+	}
+	r := doc(2)
+	r.IdempotencyKey = "lost-2"
+	res, err := fb.Submit(ctx, r)
+	if err != nil || res.Seq == 0 || entries() != n+1 {
+		t.Fatalf("lost answer with a key = %+v, %v (%d entries committed); want it decided locally", res, err, entries()-n)
+	}
+	if s := fb.Stats(); s.Fallback != 1 || s.Lost != 1 || s.Forwarded != 0 {
+		t.Errorf("stats %+v, want 1 lost (without a key) and 1 fallback", s)
+	}
+	fb = via(notWriter.URL)
+	res, err = fb.Submit(ctx, doc(3))
+	if err != nil || res.Seq == 0 || entries() != n+2 {
+		t.Fatalf("forward to a replica that is not the writer = %+v, %v; want it decided locally", res, err)
+	}
+	if s := fb.Stats(); s.Fallback != 1 {
+		t.Errorf("stats %+v, want 1 fallback", s)
 	}
 }
