@@ -50,7 +50,8 @@ written by as many writers sharing commits (one committer draining the queue),
 the three taking turns, with p50/p99 latency per document. --postgres URL adds,
 for each number of clients, HTTP to one and to two in-process replicas sharing
 a fresh PostgreSQL database (created and dropped in the server URL names; the
-role needs CREATEDB), against HTTP to the bbolt server.
+role needs CREATEDB), the two forwarding their submissions to the one holding
+the writer role (as serve --forward-addr does), against HTTP to the bbolt server.
 
 Examples:
   govledger bench

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -24,9 +25,11 @@ import (
 	"github.com/govledger/govledger/checkpoint"
 	"github.com/govledger/govledger/govern"
 	"github.com/govledger/govledger/internal/fileperm"
+	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/policy"
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/forward"
 	"github.com/govledger/govledger/server/ledgerbackend"
 	"github.com/govledger/govledger/server/ui"
 )
@@ -59,9 +62,11 @@ Examples:
   govledger serve --addr :8443 --tls-cert server.pem --tls-key server.key --client-ca clients.pem
   govledger serve --key ledger.key --rate 50 --max-age 1h
   govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-mode fail-closed
-  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-qpd 1440`,
+  govledger serve --key ledger.key --witness-policy audit.policy --witness-dir witness --witness-qpd 1440
+  govledger --db postgres://govledger@db.internal/ledger serve --addr :8080 --forward-addr 10.0.0.5:8081`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8080", Usage: "address to listen on (port 0: any free port, logged)"},
+			&cli.StringFlag{Name: "forward-addr", Usage: "replicas on one PostgreSQL --db: campaign for the writer role and listen here (host:port the other replicas reach, on a private network) for the submissions they forward to the writer; without it each replica commits its own (see docs/guides/replicas.md)"},
 			tokensFlag(&tokens),
 			&cli.StringFlag{Name: "key", Usage: "checkpoint signer key file (see keygen): enables /v1/checkpoint and signed proofs"},
 			&cli.StringFlag{Name: "key-name", Usage: "note key name for an OpenSSH key (default: the ledger origin)"},
@@ -240,6 +245,11 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	if note := be.Note(); note != "" {
 		log.Warn(note)
 	}
+	api, stopForward, err := serveForward(c, g, l, be, log, reg)
+	if err != nil {
+		return err
+	}
+	defer stopForward()
 	minRate := c.Int64("min-body-rate")
 	if minRate == 0 {
 		minRate = -1 // no minimum
@@ -259,7 +269,7 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	}
 	maxIdle = min(maxIdle, maxConns)
 	cfg := server.Config{
-		Backend: be, Tokens: store, Logger: log, Metrics: metrics, QueueDepth: be.QueueDepth,
+		Backend: api, Tokens: store, Logger: log, Metrics: metrics, QueueDepth: be.QueueDepth,
 		MaxBody: c.Int64("max-body"), MaxBatchBody: c.Int64("max-batch-body"), MaxBatchItems: c.Int("max-batch-items"),
 		Rate: rate.Limit(c.Float64("rate")), Burst: c.Int("burst"),
 		MaxInFlight: c.Int("max-in-flight"), MaxStreams: c.Int("max-streams"),
@@ -450,4 +460,58 @@ func runServe(c *cli.Context, g *globals, tokensFile string) error {
 	}
 	log.Info("stopped: requests drained, ledger closed")
 	return nil
+}
+
+// serveForward starts, with --forward-addr, the replica's campaign for
+// the writer role and its forwarding channel, and returns the backend the
+// API serves: be with submissions forwarded to the writer (server/forward).
+// Without the flag it returns be.
+func serveForward(c *cli.Context, g *globals, l *ledger.Ledger, be *ledgerbackend.Backend, log *slog.Logger,
+	reg prometheus.Registerer) (server.Backend, func(), error) {
+	addr := c.String("forward-addr")
+	if addr == "" {
+		return be, func() {}, nil
+	}
+	d, ok := l.Driver().(*postgres.Driver)
+	if !ok || !postgres.IsDSN(g.db) {
+		return nil, nil, usageErr("serve: --forward-addr needs a PostgreSQL --db (replicas sharing one database)")
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || host == "" || ip != nil && ip.IsUnspecified() {
+		return nil, nil, usageErr("serve: --forward-addr %q: want host:port with the address the other replicas reach (not a wildcard)", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, internalErr(fmt.Errorf("serve: --forward-addr: %w", err))
+	}
+	r, err := d.Campaign(ln.Addr().String(), nil)
+	if err != nil {
+		ln.Close()
+		return nil, nil, internalErr(fmt.Errorf("serve: writer role: %w", err))
+	}
+	role := forward.RoleFunc(func() (string, []byte, bool, bool) {
+		w, self, ok := r.Writer()
+		return w.Addr, w.Secret, self, ok
+	})
+	hs := &http.Server{Handler: forward.NewHandler(be, role), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	fb := forward.New(be, role, nil)
+	if err := registerForwardMetrics(reg, fb, r); err != nil {
+		ln.Close()
+		r.Close()
+		return nil, nil, internalErr(err)
+	}
+	go hs.Serve(ln)
+	log.Info("forwarding channel", "forward_addr", ln.Addr().String())
+	stop := func() {
+		// Forwards in flight finish; the replicas then find no writer
+		// until another takes the role, and commit their own.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
+		r.Close()
+	}
+	return fb, stop, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +27,23 @@ import (
 // acknowledge again without being restarted. In the end every 201 is in
 // the ledger exactly once at its seq and hash, keys answered "written: no"
 // on their only attempt are not, seq is gapless and verify passes.
-func TestServePostgresReplicas(t *testing.T) {
+func TestServePostgresReplicas(t *testing.T) { servePostgresReplicas(t, false) }
+
+// TestServePostgresReplicasForward is TestServePostgresReplicas with the
+// replicas forwarding their submissions to the one holding the writer
+// role (serve --forward-addr), and the replica SIGKILLed mid-load the
+// writer: the other takes the role, nothing acknowledged is lost, and
+// submissions were forwarded.
+func TestServePostgresReplicasForward(t *testing.T) { servePostgresReplicas(t, true) }
+
+func servePostgresReplicas(t *testing.T, forwarding bool) {
 	e := newServeEnv(t, "registry")
 	srv := pgtest.Shared(t)
-	dsn, _ := pgDB(t)
+	dsn, dbname := pgDB(t)
+	var extra []string
+	if forwarding {
+		extra = []string{"--forward-addr", "127.0.0.1:0"}
+	}
 	e.db = dsn
 	tmpl := demoDoc(t, "09-qa-result.vbw.json")
 	const path = "/v1/handoffs?from=domain-03-technical&to=domain-02-analysis"
@@ -79,7 +93,7 @@ func TestServePostgresReplicas(t *testing.T) {
 			t.Errorf("key %s: unexpected answer %d %s", key, a.status, a.body)
 		}
 	}
-	replicas := [2]*liveServer{e.start(), e.start()}
+	replicas := [2]*liveServer{e.start(extra...), e.start(extra...)}
 	var rmu sync.RWMutex // guards replicas
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -124,12 +138,16 @@ func TestServePostgresReplicas(t *testing.T) {
 		}
 	}
 	waitAcks("both replicas", 20)
-	// One replica SIGKILLed mid-load; its clients' requests fail until it
-	// is back.
-	replicas[1].kill()
+	// One replica SIGKILLed mid-load (forwarding: the writer); its
+	// clients' requests fail until it is back.
+	k := 1
+	if forwarding {
+		k = writerIndex(t, srv, dbname, replicas[:])
+	}
+	replicas[k].kill()
 	time.Sleep(300 * time.Millisecond)
 	rmu.Lock()
-	replicas[1] = e.start()
+	replicas[k] = e.start(extra...)
 	rmu.Unlock()
 	waitAcks("after the SIGKILL", 20)
 	// PostgreSQL crashes and recovers mid-load. A restart that lands
@@ -175,6 +193,15 @@ func TestServePostgresReplicas(t *testing.T) {
 			}
 		}
 	}
+	if forwarding {
+		var forwarded float64
+		for _, s := range replicas {
+			forwarded += metricValue(string(e.do(s, "GET", "/metrics", "", nil).body), `govledger_forward_submissions_total{result="forwarded"}`)
+		}
+		if forwarded == 0 {
+			t.Error("no submission was forwarded to the writer")
+		}
+	}
 	for _, s := range replicas {
 		if code := s.stop(); code != 0 {
 			t.Errorf("stop: exit %d", code)
@@ -195,4 +222,63 @@ func TestServePostgresReplicas(t *testing.T) {
 	}
 	t.Logf("%d acknowledged on two replicas, %d refused, %d entries, %d answers 503 (%d across the PostgreSQL restart); seq gapless, verify passes",
 		len(acked), len(refused), last, n503.Load(), down)
+}
+
+// writerIndex waits until the writer row names the forwarding address of
+// one of replicas while the role is held, and returns its index.
+func writerIndex(t *testing.T, srv *pgtest.Server, db string, replicas []*liveServer) int {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		out, err := srv.Psql(db, `SELECT addr FROM govledger.writer WHERE EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1)`)
+		if err != nil {
+			continue
+		}
+		for i, s := range replicas {
+			if line := s.logLine("forwarding channel"); line != nil && line["forward_addr"] == strings.TrimSpace(out) {
+				return i
+			}
+		}
+	}
+	t.Fatal("no replica holds the writer role after 20s")
+	return -1
+}
+
+// metricValue reads the value of the sample named name (with its labels)
+// from a Prometheus text exposition (0 when absent).
+func metricValue(exposition, name string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	return 0
+}
+
+// TestServeForwardFlags: --forward-addr needs a PostgreSQL ledger and an
+// address the other replicas can reach; serve refuses otherwise, saying
+// which, before it listens.
+func TestServeForwardFlags(t *testing.T) {
+	e := newServeEnv(t, "registry")
+	dsn, _ := pgDB(t)
+	for _, c := range []struct {
+		what, db, addr, msg string
+	}{
+		{"a bbolt file", e.db, "127.0.0.1:0", "--forward-addr needs a PostgreSQL --db"},
+		{"a wildcard address", dsn, "0.0.0.0:0", "not a wildcard"},
+		{"no host", dsn, ":0", "not a wildcard"},
+		{"no port", dsn, "127.0.0.1", "not a wildcard"},
+	} {
+		// A serve that accepted the flag would never exit: killed after 30s.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, e.bin, "--db", c.db, "--manifest", e.manifest, "--lock", e.lock,
+			"serve", "--addr", "127.0.0.1:0", "--tokens", e.tokens, "--forward-addr", c.addr)
+		b, _ := cmd.CombinedOutput()
+		cancel()
+		out, code := string(b), cmd.ProcessState.ExitCode()
+		if code != 2 || !strings.Contains(out, c.msg) || strings.Contains(out, `"listening"`) {
+			t.Errorf("%s: exit %d, want 2 with %q\n%s", c.what, code, c.msg, out)
+		}
+	}
 }

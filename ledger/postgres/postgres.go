@@ -30,6 +30,19 @@
 // retry cannot lose; its Append commits the batch in the same
 // transaction.
 //
+// # Writer role
+//
+// Campaign starts a replica's campaign for the writer role (Role): a
+// session-level advisory lock on a connection of the Role's own, which
+// PostgreSQL gives to one replica at a time and releases when that
+// session ends (the process died, the connection broke, or it stayed
+// silent past RoleOptions.Lapse). Its holder publishes the address where
+// it takes the submissions the other replicas forward to it, and a
+// per-tenure secret, in govledger.writer (migration 3); server/forward
+// does the forwarding. The role only routes work: commits stay
+// compare-and-append, so a moment with two holders costs conflicts, never
+// a fork.
+//
 // # Views
 //
 // A View is a REPEATABLE READ, READ ONLY transaction on a connection of its

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -183,7 +184,7 @@ func TestUpgrade(t *testing.T) {
 	appendAll(t, d, snapshots()...)
 	d.Close()
 	db := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
-	if out, err := srv.Psql(db, `DROP FUNCTION govledger.advance; DELETE FROM govledger.schema_version WHERE version > 1`); err != nil {
+	if out, err := srv.Psql(db, `DROP FUNCTION govledger.advance; DROP TABLE govledger.writer; DELETE FROM govledger.schema_version WHERE version > 1`); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	if _, err := postgres.Open(context.Background(), dsn, &postgres.Options{ReadOnly: true}); !errors.Is(err, ledger.ErrVersionMismatch) {
@@ -194,8 +195,8 @@ func TestUpgrade(t *testing.T) {
 	if es := checkChain(t, d); len(es) != 3 {
 		t.Fatalf("%d entries, want 3", len(es))
 	}
-	if out, err := srv.Psql(db, "SELECT max(version) FROM govledger.schema_version"); err != nil || strings.TrimSpace(out) != "2" {
-		t.Fatalf("schema_version = %q (%v), want 2", out, err)
+	if out, err := srv.Psql(db, "SELECT max(version) FROM govledger.schema_version"); err != nil || strings.TrimSpace(out) != fmt.Sprint(postgres.SchemaVersion) {
+		t.Fatalf("schema_version = %q (%v), want %d", out, err, postgres.SchemaVersion)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/postgres"
 	"github.com/govledger/govledger/server"
+	"github.com/govledger/govledger/server/forward"
 	"github.com/govledger/govledger/server/ledgerbackend"
 	"github.com/jackc/pgx/v5"
 )
@@ -306,6 +307,11 @@ type served struct {
 	target string
 	token  string
 	n      atomic.Int64
+	// On PostgreSQL: the replica's campaign for the writer role and the
+	// listener of the forwarding channel.
+	role    *postgres.Role
+	fwd     net.Listener
+	fwdStop func()
 }
 
 func newServed(ctx context.Context, path string, cfg *govern.Config, clients int) (*served, error) {
@@ -351,7 +357,7 @@ func newPGServed(ctx context.Context, admin, name string, replicas int, cfg *gov
 		}
 		var s *served
 		if err == nil {
-			s, err = serveLedger(ctx, l, fmt.Sprintf("replica%d", r), cfg, max(clients/replicas, 1))
+			s, err = serveReplica(ctx, l, d, fmt.Sprintf("replica%d", r), cfg, max(clients/replicas, 1))
 		}
 		if err != nil {
 			closeAll(out)
@@ -361,7 +367,51 @@ func newPGServed(ctx context.Context, admin, name string, replicas int, cfg *gov
 		out = append(out, s)
 	}
 	out[0].drop = drop
+	// The replicas agree on the writer before the clock starts.
+	for end := time.Now().Add(30 * time.Second); ; {
+		held, named := 0, 0
+		for _, s := range out {
+			if _, self, ok := s.role.Writer(); ok && self {
+				held++
+			} else if ok {
+				named++
+			}
+		}
+		if held == 1 && named == len(out)-1 {
+			break
+		}
+		if time.Now().After(end) {
+			closeAll(out)
+			return nil, fmt.Errorf("bench: postgres: the %d replicas did not agree on a writer in 30s", len(out))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return out, nil
+}
+
+// serveReplica is serveLedger for a replica on PostgreSQL: it campaigns
+// for the writer role, listens for the submissions the other replicas
+// forward while it holds it, and forwards its own otherwise.
+func serveReplica(ctx context.Context, l *ledger.Ledger, d *postgres.Driver, keys string, cfg *govern.Config, clients int) (*served, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	role, err := d.Campaign(ln.Addr().String(), nil)
+	if err != nil {
+		ln.Close()
+		l.Close()
+		return nil, err
+	}
+	s := &served{ctx: ctx, l: l, keys: keys, role: role, fwd: ln}
+	if err := s.start(cfg, clients); err != nil {
+		role.Close()
+		ln.Close()
+		l.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // stats sums the ledger counters of replicas.
@@ -411,13 +461,24 @@ func (s *served) start(cfg *govern.Config, clients int) error {
 	if _, err := be.Reload(s.ctx, "bench"); err != nil { // snapshots in force before the clock starts
 		return err
 	}
+	var api server.Backend = be
+	if s.role != nil {
+		role := forward.RoleFunc(func() (string, []byte, bool, bool) {
+			w, self, ok := s.role.Writer()
+			return w.Addr, w.Secret, self, ok
+		})
+		api = forward.New(be, role, nil)
+		hs := &http.Server{Handler: forward.NewHandler(be, role)}
+		go hs.Serve(s.fwd)
+		s.fwdStop = func() { hs.Close(); s.role.Close() }
+	}
 	token, hash, err := server.NewToken(rand.Reader)
 	if err != nil {
 		return err
 	}
 	tokens := server.NewTokenStore(&server.TokensFile{Version: server.TokensVersion, Tokens: []server.TokenEntry{{
 		Name: "bench", Hash: hash, Scopes: []server.Scope{server.ScopeHandoffWrite}, Agents: []string{server.AnyAgent}, Created: time.Now()}}}, nil)
-	srv, err := server.New(server.Config{Backend: be, Tokens: tokens, QueueDepth: be.QueueDepth})
+	srv, err := server.New(server.Config{Backend: api, Tokens: tokens, QueueDepth: be.QueueDepth})
 	if err != nil {
 		return err
 	}
@@ -465,6 +526,9 @@ func (s *served) close() {
 	s.tr.CloseIdleConnections()
 	s.stop()
 	<-s.served
+	if s.fwdStop != nil {
+		s.fwdStop()
+	}
 	s.l.Close()
 	if s.drop != nil {
 		s.drop()
