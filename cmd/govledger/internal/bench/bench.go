@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/govledger/govledger/cmd/govledger/internal/gcbudget"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
@@ -40,6 +41,9 @@ type Options struct {
 	// (with a raw file of the same documents for the scan); 0: verify
 	// reads the N-entry ledger of the sequential record run.
 	VerifyN int
+	// VerifyGC: each verify sets the collector as "govledger verify" does
+	// when the user set neither GOGC nor GOMEMLIMIT (gcbudget.Verify).
+	VerifyGC bool
 	// Stage, if set, is told what is being measured.
 	Stage func(string)
 }
@@ -258,7 +262,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := measureVerify(ctx, verifyPath, scanPath, res, stage); err != nil {
+	if err := measureVerify(ctx, verifyPath, scanPath, o.VerifyGC, res, stage); err != nil {
 		return nil, err
 	}
 
@@ -310,7 +314,7 @@ const verifyWriters = 64
 // the replay's structural pass. The chain-only verify is the walk and the
 // replay without re-evaluation: the hash chain, the Merkle tree and the
 // blobs' hashes.
-func measureVerify(ctx context.Context, path, scanPath string, res *Result, stage func(string)) error {
+func measureVerify(ctx context.Context, path, scanPath string, gc bool, res *Result, stage func(string)) error {
 	res.Cores, res.VerifyRounds = runtime.GOMAXPROCS(0), verifyRounds
 	best := func(v *float64, r float64) { *v = max(*v, r) }
 	for round := 1; round <= verifyRounds; round++ {
@@ -341,7 +345,7 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			{"verify, GOMAXPROCS=1", 1, false, &res.VerifyOneCorePerSec},
 		} {
 			stage(fmt.Sprintf("%s (round %d of %d)", m.name, round, verifyRounds))
-			entries, d, peak, alloc, err := timeVerify(ctx, path, m.chain, m.cores)
+			entries, d, peak, alloc, err := timeVerify(ctx, path, m.chain, m.cores, gc)
 			if err != nil {
 				return err
 			}
@@ -371,11 +375,12 @@ func readAllocs() allocs {
 }
 
 // timeVerify opens the ledger at path and verifies it (chain: without
-// re-evaluation and the store check), with GOMAXPROCS=cores if cores > 0,
+// re-evaluation and the store check), with GOMAXPROCS=cores if cores > 0
+// and the collector set as "govledger verify" sets it if gc,
 // and returns the entries replayed, the time taken, the peak heap seen and
 // the allocations made (by the whole process while it ran: the verify, and
 // the sampler's few).
-func timeVerify(ctx context.Context, path string, chain bool, cores int) (int, time.Duration, uint64, allocs, error) {
+func timeVerify(ctx context.Context, path string, chain bool, cores int, gc bool) (int, time.Duration, uint64, allocs, error) {
 	if cores > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
 	}
@@ -411,6 +416,13 @@ func timeVerify(ctx context.Context, path string, chain bool, cores int) (int, t
 			return nil, err
 		}
 		defer l.Close()
+		if gc {
+			head, _, err := l.Head(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer gcbudget.Verify(head)()
+		}
 		opts := verify.Options{SkipReevaluate: chain}
 		if !chain {
 			opts.Structural, opts.Head = l.Check, l.Head
