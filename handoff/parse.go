@@ -96,7 +96,8 @@ func (d *Detection) jsonTree(data []byte) *node {
 // yamlTree returns the strict YAML tree of text (data after a byte order
 // mark) that detection read for a swarm/2 or skill/1 document, or nil.
 func (d *Detection) yamlTree(text []byte) *node {
-	if d == nil || d.tree == nil || d.src != "yaml:"+string(sumText(text)) {
+	// A JSON tree's src is its text: no need to hash text to tell.
+	if d == nil || d.tree == nil || !strings.HasPrefix(d.src, "yaml:") || d.src != "yaml:"+string(sumText(text)) {
 		return nil
 	}
 	return d.tree
