@@ -486,9 +486,13 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 		return "", nil, nil, "", arena.released(), &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
 	// The heading holds the word itself: without it no line can match, and
-	// the line split (a third of detecting a JSON document) is skipped.
-	_, _, manyLines := lim.linesOver(text)
-	heading := !manyLines && bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
+	// the line count and split (a third of detecting a JSON document) are
+	// skipped.
+	heading := bytes.Contains(text, []byte("Handoff"))
+	if heading {
+		_, _, manyLines := lim.linesOver(text)
+		heading = !manyLines && findHandoffHeading(splitLines(text)) >= 0
+	}
 	if heading {
 		note(Task, true, `"## Handoff" heading`, "")
 	} else {
