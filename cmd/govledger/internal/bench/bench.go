@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -384,7 +385,9 @@ func timeVerify(ctx context.Context, path string, chain bool, cores int, gc bool
 	if cores > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
 	}
-	runtime.GC()
+	// What the runs before left behind goes back to the system: the
+	// verify starts as in a process of its own.
+	debug.FreeOSMemory()
 	a0 := readAllocs()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
