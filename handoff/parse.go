@@ -96,7 +96,8 @@ func (d *Detection) jsonTree(data []byte) *node {
 // yamlTree returns the strict YAML tree of text (data after a byte order
 // mark) that detection read for a swarm/2 or skill/1 document, or nil.
 func (d *Detection) yamlTree(text []byte) *node {
-	if d == nil || d.tree == nil || d.src != "yaml:"+string(sumText(text)) {
+	// A JSON tree's src is its text: no need to hash text to tell.
+	if d == nil || d.tree == nil || !strings.HasPrefix(d.src, "yaml:") || d.src != "yaml:"+string(sumText(text)) {
 		return nil
 	}
 	return d.tree
@@ -485,9 +486,13 @@ func detect(data []byte, pooled bool, lim *limits) (Format, []Format, *node, str
 		return "", nil, nil, "", arena.released(), &DetectError{Notes: append(notes(), "invalid UTF-8"), Err: ErrNotText}
 	}
 	// The heading holds the word itself: without it no line can match, and
-	// the line split (a third of detecting a JSON document) is skipped.
-	_, _, manyLines := lim.linesOver(text)
-	heading := !manyLines && bytes.Contains(text, []byte("Handoff")) && findHandoffHeading(splitLines(text)) >= 0
+	// the line count and split (a third of detecting a JSON document) are
+	// skipped.
+	heading := bytes.Contains(text, []byte("Handoff"))
+	if heading {
+		_, _, manyLines := lim.linesOver(text)
+		heading = !manyLines && findHandoffHeading(splitLines(text)) >= 0
+	}
 	if heading {
 		note(Task, true, `"## Handoff" heading`, "")
 	} else {

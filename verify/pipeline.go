@@ -40,6 +40,8 @@ type job struct {
 	hasLine bool
 	blobRes blobFetch
 	stored  []byte // fromSource: the blob stored under seq, if any (seqBlobSource)
+	// storedOK: stored hashes to the sum the entry names.
+	storedOK bool
 
 	// Prepared.
 	decoded bool
@@ -261,6 +263,9 @@ func (p *pipeline) submit(seq uint64, raw []byte) {
 		p.where(j)
 		p.r.prepare(j, &p.r.inputs)
 		p.r.judgeJob(j)
+		if p.r.feed != nil {
+			p.r.feed.add(j)
+		}
 		*j = job{}
 		return
 	}
@@ -323,6 +328,9 @@ func (p *pipeline) judgeTaken() {
 	p.n--
 	for i := range b.jobs {
 		p.r.judgeJob(&b.jobs[i])
+		if p.r.feed != nil {
+			p.r.feed.add(&b.jobs[i])
+		}
 	}
 	clear(b.jobs) // let go of the bytes
 	b.jobs = b.jobs[:0]
@@ -435,7 +443,8 @@ func (r *replayer) checkBlob(j *job, kind string, sum entry.Hash, size int64) (o
 		// blob stores it) and readers reach it by that hash; otherwise the
 		// source looks it up by hash.
 		sb, _ := r.src.(seqBlobSource)
-		if j.stored != nil && entry.Sum256(j.stored) == sum && sb != nil && sb.reaches(sum, j.seq) {
+		j.storedOK = j.stored != nil && entry.Sum256(j.stored) == sum
+		if j.storedOK && sb != nil && sb.reaches(sum, j.seq) {
 			b = j.stored
 		} else {
 			b, err = blobOf(r.ctx, r.src, j.seq, sum)

@@ -115,6 +115,7 @@ type replayer struct {
 	snap   *snapshots      // in force so far, in stored order
 	parsed parsedSnapshots // every snapshot parsed, by judge or a worker
 	pipe   *pipeline
+	feed   *checkFeed // to Options.Structural; nil when it is not fed
 
 	inputs inputsCache // of judge and of jobs prepared inline
 	stats  replayStats
@@ -250,9 +251,18 @@ func (r *replayer) run() (err error) {
 	var check <-chan structuralResult
 	if r.opts.Structural != nil {
 		ctx, cancel := context.WithCancel(r.ctx)
+		if r.pipe.owned {
+			// The check may take each entry as the replay prepared it.
+			r.feed = newCheckFeed()
+			ctx = ledger.WithCheckFeed(ctx, r.feed)
+			defer r.feed.end()
+		}
 		c := make(chan structuralResult, 1)
 		go func() {
 			fs, err := r.structural(ctx)
+			if r.feed != nil {
+				r.feed.checked()
+			}
 			c <- structuralResult{fs, err}
 		}()
 		check = c
@@ -266,6 +276,9 @@ func (r *replayer) run() (err error) {
 	}
 	err = r.src.Entries(r.ctx, r.entry)
 	r.pipe.drain()
+	if r.feed != nil {
+		r.feed.end()
+	}
 	switch {
 	case err == nil:
 	case r.ctx.Err() != nil && errors.Is(err, r.ctx.Err()):

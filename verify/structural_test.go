@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/ledger"
+	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/reason"
 	"github.com/govledger/govledger/verify"
 )
@@ -89,5 +91,56 @@ func TestStructuralStopsWithReplay(t *testing.T) {
 	}
 	if !returned.Load() {
 		t.Error("Replay returned before the structural check did")
+	}
+}
+
+// TestStructuralFed: the store's check beside the replay of a ledger is
+// handed each entry as the replay prepared it (ledger.CheckFeed): for the
+// stored bytes, their leaf hash, the decoded entry and the blob found to
+// hash to the sum it names; for other bytes, nothing.
+func TestStructuralFed(t *testing.T) {
+	f := buildLedger(t)
+	l, err := bolt.Open(f.path, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var fed, blobs int
+	rep, err := verify.Replay(t.Context(), verify.LedgerSource(l), verify.Options{
+		Structural: func(ctx context.Context) ([]ledger.Finding, error) {
+			feed := ledger.CheckFeedFrom(ctx)
+			if feed == nil {
+				t.Error("the store check of a ledger has no feed")
+				return nil, nil
+			}
+			return nil, l.ScanBlobs(ctx, 0, func(seq uint64, raw, blob []byte) error {
+				other := append([]byte(nil), raw...)
+				other[len(other)/2] ^= 1
+				if p := feed.Prepared(ctx, seq, other); p != nil {
+					t.Errorf("seq %d: other bytes fed as the stored ones", seq)
+				}
+				p := feed.Prepared(ctx, seq, raw)
+				if p == nil {
+					return nil
+				}
+				fed++
+				if p.Seq != seq || p.Hash != entry.LeafHash(raw) || p.Err != nil || p.Entry == nil || p.Entry.Seq != seq {
+					t.Errorf("seq %d fed as seq %d, hash %s (want %s), err %v", seq, p.Seq, p.Hash, entry.LeafHash(raw), p.Err)
+				}
+				if p.Blob != nil {
+					blobs++
+					if sum := p.Entry.Blob(); sum == nil || entry.Sum256(p.Blob) != *sum || !bytes.Equal(p.Blob, blob) {
+						t.Errorf("seq %d: the blob fed is not the one stored under it that hashes to the sum the entry names", seq)
+					}
+				}
+				return nil
+			})
+		},
+	})
+	if err != nil || !rep.OK() {
+		t.Fatalf("Replay: %v, %v", err, rep.Findings)
+	}
+	if fed != int(rep.Entries) || blobs == 0 {
+		t.Errorf("%d of %d entries fed (%d with their blob), want all", fed, rep.Entries, blobs)
 	}
 }

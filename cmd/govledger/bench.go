@@ -101,7 +101,8 @@ Examples:
 			res, err := bench.Run(c.Context, bench.Options{
 				N: c.Int("n"), Writers: c.Int("writers"), Format: f, Dir: c.String("dir"), VerifyN: c.Int("verify-n"),
 				GrowN: c.Int("grow-n"), Run: runSelf,
-				Stage: func(s string) { fmt.Fprintf(g.stderr, "bench: %s…\n", s) },
+				VerifyGC: g.getenv("GOGC") == "" && g.getenv("GOMEMLIMIT") == "",
+				Stage:    func(s string) { fmt.Fprintf(g.stderr, "bench: %s…\n", s) },
 			})
 			if err != nil {
 				return internalErr(err)

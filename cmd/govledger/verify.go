@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/govledger/govledger/checkpoint"
+	"github.com/govledger/govledger/cmd/govledger/internal/gcbudget"
 	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/verify"
 )
@@ -114,6 +115,11 @@ which). The download is cut after --idle-timeout without a byte, or beyond
 				defer l.Close()
 				res.Source = g.dbName()
 				head, _, _ := l.Head(c.Context)
+				if g.getenv("GOGC") == "" && g.getenv("GOMEMLIMIT") == "" {
+					// Fewer collections under a memory limit that grows
+					// with the ledger (a user's own settings stay).
+					defer gcbudget.Verify(head)()
+				}
 				prog, done := progress(g, head, "verify")
 				rep, err = verify.Replay(c.Context, verify.LedgerSource(l), verify.Options{
 					Progress: prog, Structural: l.Check, Head: l.Head,

@@ -42,6 +42,11 @@ import (
 // The hash chain's re-evaluation against policy is the verify package's
 // job; Check judges the store. An error (ledger.ErrCorrupt, ctx) comes with the
 // findings gathered so far.
+//
+// In a read-only file, when ctx carries a ledger.CheckFeed (a replay
+// beside the check), an entry whose bytes the replay hashed and decoded
+// already, and a blob it hashed, are taken from it instead of being
+// hashed and decoded again.
 func (d *Driver) Check(ctx context.Context) (findings []ledger.Finding, err error) {
 	// Walk the raw pages first: bbolt's own traversal of a corrupted tree
 	// can recurse without end. A file opened read-only with CheckPages was
@@ -52,6 +57,11 @@ func (d *Driver) Check(ctx context.Context) (findings []ledger.Finding, err erro
 		}
 	}
 	c := &checker{ctx: ctx}
+	if d.readOnly {
+		// No writer can change the file, so the replay that feeds the
+		// check never waits for a read this check holds up.
+		c.feed = ledger.CheckFeedFrom(ctx)
+	}
 	err = d.read(func(tx *bolt.Tx) error {
 		c.tx = tx
 		return c.run()
@@ -91,6 +101,11 @@ type checker struct {
 
 	blobs *blobWalk             // formats 5 and 6: the blobs bucket, walked beside the entries
 	refs  map[entry.Hash]uint64 // formats 1-4: blob hash -> last entry referring to it
+
+	// A replay beside the check (read-only files): nil, or what it
+	// prepared; fed is its answer for the entry being walked.
+	feed ledger.CheckFeed
+	fed  *ledger.Prepared
 }
 
 func (c *checker) add(seq uint64, kind, want, got string) {
@@ -213,12 +228,11 @@ func (c *checker) walkEntries() error {
 			c.add(seq, ledger.FindSeqGap, fmt.Sprint(expect), fmt.Sprint(seq))
 		}
 		expect = seq + 1
-		h := entry.LeafHash(v)
+		h, e, err := c.prepare(seq, v)
 		c.treeLeaf(seq, h)
 		prevHash := c.lastHash
 		c.lastSeq, c.lastHash = seq, h
 		c.n++
-		e, err := entry.Decode(v)
 		if err != nil {
 			c.add(seq, ledger.FindUndecodable, "a canonical entry", err.Error())
 			c.blobAt(seq, nil)
@@ -243,6 +257,31 @@ func (c *checker) walkEntries() error {
 	}
 	c.blobsAfter()
 	return nil
+}
+
+// prepare hashes and decodes the entry v stored as seq, or takes both from
+// the feed when it has them for exactly these bytes.
+func (c *checker) prepare(seq uint64, v []byte) (entry.Hash, *entry.Entry, error) {
+	c.fed = nil
+	if c.feed != nil {
+		if p := c.feed.Prepared(c.ctx, seq, v); p != nil {
+			c.fed = p
+			return p.Hash, p.Entry, p.Err
+		}
+	}
+	e, err := entry.Decode(v)
+	return entry.LeafHash(v), e, err
+}
+
+// blobSum returns the SHA-256 of the blob v stored under seq, from the
+// feed when the replay hashed exactly these bytes for that entry.
+func (c *checker) blobSum(seq uint64, v []byte) entry.Hash {
+	if f := c.fed; f != nil && f.Seq == seq && f.Blob != nil && f.Entry != nil && bytes.Equal(f.Blob, v) {
+		if sum := f.Entry.Blob(); sum != nil {
+			return *sum
+		}
+	}
+	return entry.Sum256(v)
 }
 
 // treeLeaf adds the leaf hash h of the c.n'th entry (stored as seq) to the
@@ -902,7 +941,7 @@ func (c *checker) blobsAfter() {
 // storedBlob checks the blob v stored under seq, whose entry names sum.
 func (c *checker) storedBlob(seq uint64, sum entry.Hash, v []byte) {
 	w := c.blobs
-	if got := entry.Sum256(v); got != sum {
+	if got := c.blobSum(seq, v); got != sum {
 		// Damaged bytes: one finding; idx_blob still rightly names seq.
 		c.add(seq, ledger.FindBlobHash, sum.String(), got.String())
 	}

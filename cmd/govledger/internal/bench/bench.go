@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/govledger/govledger/cmd/govledger/internal/gcbudget"
 	"github.com/govledger/govledger/entry"
 	"github.com/govledger/govledger/examples/demo"
 	"github.com/govledger/govledger/govern"
@@ -48,6 +50,9 @@ type Options struct {
 	// Run runs the govledger command line args with stdin as its standard
 	// input, as a user runs it (the CLI runs its own executable).
 	Run func(ctx context.Context, args []string, stdin io.Reader) error
+	// VerifyGC: each verify sets the collector as "govledger verify" does
+	// when the user set neither GOGC nor GOMEMLIMIT (gcbudget.Verify).
+	VerifyGC bool
 	// Stage, if set, is told what is being measured.
 	Stage func(string)
 }
@@ -274,7 +279,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	if err := measureVerify(ctx, verifyPath, scanPath, res, stage); err != nil {
+	if err := measureVerify(ctx, verifyPath, scanPath, o.VerifyGC, res, stage); err != nil {
 		return nil, err
 	}
 
@@ -337,7 +342,7 @@ const verifyWriters = 64
 // the replay's structural pass. The chain-only verify is the walk and the
 // replay without re-evaluation: the hash chain, the Merkle tree and the
 // blobs' hashes.
-func measureVerify(ctx context.Context, path, scanPath string, res *Result, stage func(string)) error {
+func measureVerify(ctx context.Context, path, scanPath string, gc bool, res *Result, stage func(string)) error {
 	res.Cores, res.VerifyRounds = runtime.GOMAXPROCS(0), verifyRounds
 	best := func(v *float64, r float64) { *v = max(*v, r) }
 	for round := 1; round <= verifyRounds; round++ {
@@ -368,7 +373,7 @@ func measureVerify(ctx context.Context, path, scanPath string, res *Result, stag
 			{"verify, GOMAXPROCS=1", 1, false, &res.VerifyOneCorePerSec},
 		} {
 			stage(fmt.Sprintf("%s (round %d of %d)", m.name, round, verifyRounds))
-			entries, d, peak, alloc, err := timeVerify(ctx, path, m.chain, m.cores)
+			entries, d, peak, alloc, err := timeVerify(ctx, path, m.chain, m.cores, gc)
 			if err != nil {
 				return err
 			}
@@ -398,15 +403,18 @@ func readAllocs() allocs {
 }
 
 // timeVerify opens the ledger at path and verifies it (chain: without
-// re-evaluation and the store check), with GOMAXPROCS=cores if cores > 0,
+// re-evaluation and the store check), with GOMAXPROCS=cores if cores > 0
+// and the collector set as "govledger verify" sets it if gc,
 // and returns the entries replayed, the time taken, the peak heap seen and
 // the allocations made (by the whole process while it ran: the verify, and
 // the sampler's few).
-func timeVerify(ctx context.Context, path string, chain bool, cores int) (int, time.Duration, uint64, allocs, error) {
+func timeVerify(ctx context.Context, path string, chain bool, cores int, gc bool) (int, time.Duration, uint64, allocs, error) {
 	if cores > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cores))
 	}
-	runtime.GC()
+	// What the runs before left behind goes back to the system: the
+	// verify starts as in a process of its own.
+	debug.FreeOSMemory()
 	a0 := readAllocs()
 	var peak atomic.Uint64
 	stop := make(chan struct{})
@@ -438,6 +446,13 @@ func timeVerify(ctx context.Context, path string, chain bool, cores int) (int, t
 			return nil, err
 		}
 		defer l.Close()
+		if gc {
+			head, _, err := l.Head(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer gcbudget.Verify(head)()
+		}
 		opts := verify.Options{SkipReevaluate: chain}
 		if !chain {
 			opts.Structural, opts.Head = l.Check, l.Head
