@@ -161,24 +161,30 @@ func TestCheckFindsTampering(t *testing.T) {
 		{"edited-in-force", func(p string) error { return bolttest.InsertKey(p, "meta", []byte("lock"), make([]byte, 32)) }, ledger.FindInForce},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := bolttest.CopyFile(t, src)
-			if err := tt.tamper(path); err != nil {
-				t.Fatal(err)
-			}
-			fs, err := check(t, path)
-			if err != nil {
-				t.Fatalf("Check() error %v", err)
-			}
-			found := false
-			for _, f := range fs {
-				found = found || f.Kind == tt.want
-			}
-			if !found {
-				t.Errorf("Check() = %v, want a %s finding", fs, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tamperFinds(t, src, tt.tamper, tt.want) })
 	}
+}
+
+// tamperFinds checks a copy of the ledger file src after tamper: Check
+// must give a finding of kind want. It returns the findings.
+func tamperFinds(t *testing.T, src string, tamper func(path string) error, want string) []ledger.Finding {
+	t.Helper()
+	path := bolttest.CopyFile(t, src)
+	if err := tamper(path); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := check(t, path)
+	if err != nil {
+		t.Fatalf("Check() error %v", err)
+	}
+	found := false
+	for _, f := range fs {
+		found = found || f.Kind == want
+	}
+	if !found {
+		t.Errorf("Check() = %v, want a %s finding", fs, want)
+	}
+	return fs
 }
 
 // TestAnchorNeeded: a truncated tail and a rewritten suffix are

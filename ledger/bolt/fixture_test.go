@@ -7,8 +7,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/govledger/govledger/entry"
-	"github.com/govledger/govledger/ledger"
 	"github.com/govledger/govledger/ledger/bolt"
 	"github.com/govledger/govledger/ledger/bolt/bolttest"
 )
@@ -50,15 +48,8 @@ func TestWriteFormat6Fixture(t *testing.T) {
 			key = fmt.Sprintf("tail-idem-%d", i%9) // first uses, then reuses for other bytes would be refused: same bytes
 			h.Payload = []byte(`{"tail":"idem ` + key + `"}`)
 		}
+		h.IdempotencyKey = key
 		req := h.Build()
-		if key != "" {
-			build := req.Build
-			req.Build = func(st ledger.State, e *entry.Entry) error {
-				err := build(st, e)
-				e.IdempotencyKey = key
-				return err
-			}
-		}
 		if _, err := l.Append(t.Context(), req); err != nil {
 			t.Fatalf("handoff %d: %v", i, err)
 		}

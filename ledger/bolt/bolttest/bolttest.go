@@ -70,7 +70,8 @@ type Handoff struct {
 	Reasons                      []reason.Reason
 	Payload                      []byte // default: a small JSON document naming ID
 	Blocks                       []string
-	NoSnapshots                  bool // do not bring ManifestBytes/LockBytes into force first
+	NoSnapshots                  bool   // do not bring ManifestBytes/LockBytes into force first
+	IdempotencyKey               string // the client's retry key (none when empty)
 }
 
 // Build returns the Request that records h.
@@ -112,6 +113,7 @@ func (h Handoff) Build() *ledger.Request {
 		e.PayloadSHA256, e.PayloadSize = &sum, &size
 		e.ManifestSHA256, e.LockSHA256 = &m, &l
 		e.Blocks = h.Blocks
+		e.IdempotencyKey = h.IdempotencyKey
 		return nil
 	}
 	return req
