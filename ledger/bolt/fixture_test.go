@@ -22,7 +22,7 @@ var writeFormat6 = flag.String("write-format6", "", "with the format 6 driver: w
 // named again, and a payload equal to one stored before the tail.
 func TestWriteFormat6Fixture(t *testing.T) {
 	if *writeFormat6 == "" {
-		t.Skip("writes a fixture only with -write-format6")
+		t.Skip("a generator, not a test: it wrote testdata/format6.db.gz with the format 6 driver; run it with -write-format6 PATH at that commit")
 	}
 	if bolt.FormatVersion != 6 {
 		t.Fatalf("FormatVersion is %d: the fixture must be written by the format 6 driver", bolt.FormatVersion)
