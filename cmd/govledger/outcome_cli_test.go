@@ -64,7 +64,7 @@ func TestRecordWorkflowTrace(t *testing.T) {
 
 	code, out, _ = e.run("", "trace", "run-7")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "2 handoffs, 1 outcomes") ||
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], "2 handoffs, 1 outcome") ||
 		!strings.Contains(lines[1], "=> succeeded (seq 6, 1500 ms)") || strings.Contains(lines[2], "=>") {
 		t.Errorf("trace run-7: exit %d\n%s\nwant the first handoff with its outcome beside it, the second without", code, out)
 	}

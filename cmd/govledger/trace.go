@@ -116,7 +116,7 @@ func renderTrace(g *globals, res *traceResult) error {
 			lines = append(lines, s)
 		}
 	}
-	fmt.Fprintf(g.stdout, "workflow %s: %d handoffs, %d outcomes\n", res.WorkflowID, handoffs, len(res.Steps)-handoffs)
+	fmt.Fprintf(g.stdout, "workflow %s: %s, %s\n", res.WorkflowID, count(handoffs, "handoff"), count(len(res.Steps)-handoffs, "outcome"))
 	for i, s := range lines {
 		fmt.Fprintf(g.stdout, "%3d. ", i+1)
 		renderEntryLine(g.stdout, s)
