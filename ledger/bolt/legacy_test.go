@@ -785,10 +785,15 @@ func TestUpgradeFormat5(t *testing.T) {
 }
 
 // format6Fixture copies testdata/format6.db.gz, unpacked, into
-// t.TempDir(): the format 5 fixture upgraded by the format 6 driver and
-// 45 handoffs more, the last 13 beyond meta "indexed" (see
-// TestWriteFormat6Fixture), with its partial level-0 tile stored and its
-// decision indexes reaching the head.
+// t.TempDir(). The file was written by the format 6 driver (commit
+// 7b303c6, TestWriteFormat6Fixture): the format 5 fixture opened writable
+// with IndexBatch 16 (upgraded to format 6), then 45 handoffs "tail-00"
+// to "tail-44" from agent-1 to agent-2, every fifth with one shared
+// payload, every third with idempotency key "tail-idem-(i%9)" and a
+// payload naming it, handoff 41 accepted again as "tail-33", 42 as
+// "h-0000", 43 with handoff h-0007's payload; its last 13 entries are
+// beyond meta "indexed", its partial level-0 tile is stored and its
+// decision indexes reach the head.
 func format6Fixture(t *testing.T) string {
 	t.Helper()
 	return unpackFixture(t, "testdata/format6.db.gz")
